@@ -74,5 +74,5 @@ if(TESSERA_BUILD_TESTS)
     COMMAND ${TESSERA_BASH} ${PROJECT_SOURCE_DIR}/demo/run --quick --no-build
             --build-dir ${PROJECT_BINARY_DIR})
   set_tests_properties(install_and_consume launcher launcher_stats demo_quick PROPERTIES
-    LABELS package TIMEOUT 300)
+    TIMEOUT 300)
 endif()
