@@ -48,17 +48,27 @@ configure_file(${CMAKE_CURRENT_LIST_DIR}/install_time.cmake.in
 install(SCRIPT ${PROJECT_BINARY_DIR}/tessera_install_time.cmake)
 
 # The build-tree launcher: <build>/tessera runs a command with <build>/libtessera.so.
-set(TESSERA_LAUNCHER_LIB "$<TARGET_LINKER_FILE:tessera>")
-set(TESSERA_LAUNCHER_CLASSES "$<TARGET_FILE:tessera-classes>")
-configure_file(${PROJECT_SOURCE_DIR}/tools/tessera.in
-  ${PROJECT_BINARY_DIR}/tessera_launcher.genex @ONLY)
-file(GENERATE OUTPUT ${PROJECT_BINARY_DIR}/tessera INPUT ${PROJECT_BINARY_DIR}/tessera_launcher.genex
-  FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
-                   WORLD_READ WORLD_EXECUTE)
+if(CMAKE_VERSION VERSION_LESS 3.20)  # no file(GENERATE FILE_PERMISSIONS): default paths
+  set(TESSERA_LAUNCHER_LIB "${PROJECT_BINARY_DIR}/libtessera.so")
+  set(TESSERA_LAUNCHER_CLASSES "${PROJECT_BINARY_DIR}/tessera-classes")
+  configure_file(${PROJECT_SOURCE_DIR}/tools/tessera.in ${PROJECT_BINARY_DIR}/tessera @ONLY)
+else()
+  set(TESSERA_LAUNCHER_LIB "$<TARGET_LINKER_FILE:tessera>")
+  set(TESSERA_LAUNCHER_CLASSES "$<TARGET_FILE:tessera-classes>")
+  configure_file(${PROJECT_SOURCE_DIR}/tools/tessera.in
+    ${PROJECT_BINARY_DIR}/tessera_launcher.genex @ONLY)
+  file(GENERATE OUTPUT ${PROJECT_BINARY_DIR}/tessera
+    INPUT ${PROJECT_BINARY_DIR}/tessera_launcher.genex
+    FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
+                     WORLD_READ WORLD_EXECUTE)
+endif()
 
 if(TESSERA_BUILD_TESTS)
   enable_testing()
-  find_program(TESSERA_BASH bash REQUIRED)
+  find_program(TESSERA_BASH bash)
+  if(NOT TESSERA_BASH)
+    set(TESSERA_BASH bash)
+  endif()
   # Installs the build into a temporary prefix and uses it the three documented ways:
   # pkg-config, find_package and the launcher.
   add_test(NAME install_and_consume
