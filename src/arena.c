@@ -1,0 +1,160 @@
+#include "arena.h"
+
+#include <string.h>
+
+#include "base.h"
+#include "bin.h"
+#include "extent.h"
+#include "lock.h"
+#include "os.h"
+#include "pagemap.h"
+#include "size_class.h"
+
+arena_t *arenas[MAX_ARENAS];
+_Atomic unsigned narenas_created;
+unsigned narenas_limit = 1;
+static lock_t arenas_lock;
+static _Atomic unsigned next_arena_rr;
+
+/*
+ * Dirty budget (until time-based decay replaces it): an arena keeps free pages resident
+ * for reuse up to max(16 MiB, active / 8); past twice that, a free purges back to it.
+ */
+#define DIRTY_MIN_KEEP_PAGES ((size_t)4096)
+
+static void arena_init(arena_t *a, unsigned index) {
+  memset(a, 0, sizeof(*a));
+  a->index = index;
+  lock_init(&a->extent_lock);
+  for (unsigned c = 0; c < NSMALL; c++) bin_init(&a->bins[c]);
+}
+
+bool arenas_init(unsigned narenas) {
+  lock_init(&arenas_lock);
+  if (narenas < 1) narenas = 1;
+  if (narenas > MAX_ARENAS) narenas = MAX_ARENAS;
+  narenas_limit = narenas;
+  return arena_get(0) != NULL;
+}
+
+arena_t *arena_get(unsigned i) {
+  if (i >= narenas_limit) return NULL;
+  arena_t *a = __atomic_load_n(&arenas[i], __ATOMIC_ACQUIRE);
+  if (likely(a != NULL)) return a;
+  lock_acquire(&arenas_lock);
+  a = arenas[i];
+  if (a == NULL) {
+    a = base_alloc(sizeof(arena_t));
+    if (a != NULL) {
+      arena_init(a, i);
+      __atomic_store_n(&arenas[i], a, __ATOMIC_RELEASE);
+      atomic_fetch_add(&narenas_created, 1);
+    }
+  }
+  lock_release(&arenas_lock);
+  return a;
+}
+
+arena_t *arena_choose_for_new_thread(void) {
+  /* Round-robin until every arena has had a thread, then the CPU we run on (seed 000). */
+  unsigned n = atomic_fetch_add_explicit(&next_arena_rr, 1, memory_order_relaxed);
+  unsigned i = n < narenas_limit ? n : os_current_cpu() % narenas_limit;
+  arena_t *a = arena_get(i);
+  return a != NULL ? a : arena_get(0);
+}
+
+size_t large_usable_size(size_t size) {
+  if (size <= TCACHE_MAX_LIMIT) return class_to_size(size_to_class(size));
+  if (size > (size_t)PTRDIFF_MAX - PAGE) return 0;
+  return (size + PAGE_MASK) & ~PAGE_MASK;
+}
+
+unsigned large_code(size_t usable) {
+  return usable <= TCACHE_MAX_LIMIT ? size_to_class(usable) + 1 : CODE_LARGE;
+}
+
+void *arena_malloc_large(arena_t *a, size_t size, size_t align, bool zero) {
+  size_t usable = large_usable_size(size);
+  if (usable == 0) return NULL;
+  bool zeroed;
+  lock_acquire(&a->extent_lock);
+  extent_t *e = extent_alloc(a, usable / PAGE, align / PAGE, EXTENT_LARGE, large_code(usable), &zeroed);
+  if (e != NULL) {
+    a->large_allocated += usable;
+    a->nmalloc_large++;
+  }
+  lock_release(&a->extent_lock);
+  if (e == NULL) return NULL;
+  if (zero && !zeroed) memset((void *)e->addr, 0, usable);
+  return (void *)e->addr;
+}
+
+static size_t dirty_keep_pages(const arena_t *a) {
+  size_t keep = a->active_pages / 8;
+  return keep > DIRTY_MIN_KEEP_PAGES ? keep : DIRTY_MIN_KEEP_PAGES;
+}
+
+void arena_free_large(arena_t *a, extent_t *e) {
+  lock_acquire(&a->extent_lock);
+  a->large_allocated -= e->npages * PAGE;
+  a->ndalloc_large++;
+  extent_free(a, e);
+  size_t keep = dirty_keep_pages(a);
+  if (a->dirty.npages > 2 * keep) extent_purge(a, keep);
+  lock_release(&a->extent_lock);
+}
+
+bool arena_resize_large_in_place(arena_t *a, extent_t *e, size_t new_usable) {
+  size_t old_pages = e->npages, new_pages = new_usable / PAGE;
+  if (new_pages == old_pages) return true;
+  bool ok;
+  lock_acquire(&a->extent_lock);
+  if (new_pages > old_pages) ok = extent_grow_in_place(a, e, new_pages, large_code(new_usable));
+  else ok = extent_shrink_in_place(a, e, new_pages, large_code(new_usable));
+  if (ok) a->large_allocated = a->large_allocated - old_pages * PAGE + new_pages * PAGE;
+  lock_release(&a->extent_lock);
+  return ok;
+}
+
+void arena_free_small(extent_t *slab, void *p) {
+  arena_t *a = slab->arena;
+  bin_t *bin = &a->bins[slab->bin];
+  lock_acquire(&bin->lock);
+  bin_free_locked(a, bin, slab, p);
+  lock_release(&bin->lock);
+}
+
+size_t arena_purge(arena_t *a, bool all) {
+  lock_acquire(&a->extent_lock);
+  size_t released = extent_purge(a, all ? 0 : dirty_keep_pages(a));
+  lock_release(&a->extent_lock);
+  return released;
+}
+
+/* fork: every lock, in the documented order (types.h). */
+void arenas_fork_prepare(void) {
+  lock_fork_prepare(&arenas_lock);
+  unsigned n = narenas_limit;
+  for (unsigned i = 0; i < n; i++)
+    if (arenas[i] != NULL)
+      for (unsigned c = 0; c < NSMALL; c++) lock_fork_prepare(&arenas[i]->bins[c].lock);
+  for (unsigned i = 0; i < n; i++)
+    if (arenas[i] != NULL) lock_fork_prepare(&arenas[i]->extent_lock);
+}
+
+static void arenas_fork_release(void) {
+  unsigned n = narenas_limit;
+  for (unsigned i = 0; i < n; i++)
+    if (arenas[i] != NULL) lock_fork_release(&arenas[i]->extent_lock);
+  for (unsigned i = 0; i < n; i++)
+    if (arenas[i] != NULL)
+      for (unsigned c = 0; c < NSMALL; c++) lock_fork_release(&arenas[i]->bins[c].lock);
+  lock_fork_release(&arenas_lock);
+}
+
+void arenas_fork_parent(void) { arenas_fork_release(); }
+void arenas_fork_child(void) {
+  arenas_fork_release();
+  for (unsigned i = 0; i < narenas_limit; i++)
+    if (arenas[i] != NULL) atomic_store(&arenas[i]->nthreads, 0);
+}

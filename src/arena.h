@@ -1,0 +1,43 @@
+/*
+ * Arenas: independent allocator states (bins + free extents). There are at most
+ * opt_narenas of them (default: one per CPU the process may use, seed 000); they are
+ * created on first use. Threads are bound to arenas round-robin until every arena has
+ * a thread, then by the CPU they run on.
+ */
+#ifndef TESSERA_ARENA_H
+#define TESSERA_ARENA_H
+
+#include "types.h"
+
+extern arena_t *arenas[MAX_ARENAS];
+extern _Atomic unsigned narenas_created;
+extern unsigned narenas_limit;
+
+bool arenas_init(unsigned narenas);
+/* Arena i, created if needed; NULL if i is out of range or memory is short. */
+arena_t *arena_get(unsigned i);
+/* The arena a new thread should use. */
+arena_t *arena_choose_for_new_thread(void);
+
+/* Usable size of a large request (rounded to its class up to the cache limit, else to
+ * whole pages); 0 if the request is impossible. */
+size_t large_usable_size(size_t size);
+/* The page-map code for a large block of the given usable size. */
+unsigned large_code(size_t usable);
+
+/* A large block of at least size bytes, aligned to align (>= PAGE, power of two). */
+void *arena_malloc_large(arena_t *a, size_t size, size_t align, bool zero);
+void arena_free_large(arena_t *a, extent_t *e);
+/* Resizes a large block in place to new_usable bytes if possible. */
+bool arena_resize_large_in_place(arena_t *a, extent_t *e, size_t new_usable);
+/* Frees one small region without a thread cache (locks its bin). */
+void arena_free_small(extent_t *slab, void *p);
+/* Gives dirty pages back to the OS; all = everything, else only the excess over the
+ * arena's dirty budget. Returns pages released. Takes the extent lock. */
+size_t arena_purge(arena_t *a, bool all);
+
+void arenas_fork_prepare(void);
+void arenas_fork_parent(void);
+void arenas_fork_child(void);
+
+#endif

@@ -1,0 +1,105 @@
+#include "bin.h"
+
+#include "bitmap.h"
+#include "extent.h"
+#include "fatal.h"
+#include "lock.h"
+#include "pairing_heap.h"
+#include "size_class.h"
+
+void bin_init(bin_t *bin) {
+  lock_init(&bin->lock);
+  bin->current = bin->spare = NULL;
+  bin->nonfull.root = NULL;
+}
+
+static extent_t *slab_new(arena_t *a, unsigned c) {
+  const class_info_t *ci = &class_infos[c];
+  bool zeroed;
+  lock_acquire(&a->extent_lock);
+  extent_t *slab = extent_alloc(a, ci->slab_pages, 1, EXTENT_SLAB, c + 1, &zeroed);
+  lock_release(&a->extent_lock);
+  if (slab == NULL) return NULL;
+  slab->bin = (uint8_t)c;
+  slab->nregs = ci->nregs;
+  slab->nfree = ci->nregs;
+  slab->first_word = 0;
+  bitmap_init_full(slab->bitmap, ci->nregs);
+  return slab;
+}
+
+/* The slab to allocate from next, or NULL if the OS refuses memory. */
+static extent_t *next_slab(arena_t *a, bin_t *bin, unsigned c) {
+  extent_t *slab = heap_remove_first(&bin->nonfull);
+  if (slab == NULL && bin->spare != NULL) {
+    slab = bin->spare;
+    bin->spare = NULL;
+  }
+  if (slab == NULL) {
+    slab = slab_new(a, c);
+    if (slab == NULL) return NULL;
+    bin->nslabs++;
+    bin->curslabs++;
+  }
+  return slab;
+}
+
+unsigned bin_fill(arena_t *a, unsigned c, void **out, unsigned n) {
+  bin_t *bin = &a->bins[c];
+  size_t size = class_infos[c].size;
+  unsigned got = 0;
+  lock_acquire(&bin->lock);
+  while (got < n) {
+    extent_t *slab = bin->current;
+    if (slab == NULL || slab->nfree == 0) {
+      slab = bin->current = next_slab(a, bin, c);
+      if (slab == NULL) break;
+    }
+    unsigned nwords = (slab->nregs + 63) / 64;
+    while (got < n && slab->nfree > 0) {
+      int idx = bitmap_take_first(slab->bitmap, nwords, &slab->first_word);
+      out[got++] = (void *)(slab->addr + (size_t)idx * size);
+      slab->nfree--;
+    }
+  }
+  bin->nmalloc += got;
+  bin->curregs += got;
+  bin->nfills++;
+  lock_release(&bin->lock);
+  return got;
+}
+
+/* An empty slab: keep it as the spare, or give its pages back to the arena. */
+static void slab_empty(arena_t *a, bin_t *bin, extent_t *slab) {
+  if (bin->spare == NULL) {
+    bin->spare = slab;
+    return;
+  }
+  /* Keep the lower of the two as the spare: lowest addresses are reused first. */
+  if (slab->addr < bin->spare->addr) {
+    extent_t *t = bin->spare;
+    bin->spare = slab;
+    slab = t;
+  }
+  bin->curslabs--;
+  lock_acquire(&a->extent_lock);
+  extent_free(a, slab);
+  lock_release(&a->extent_lock);
+}
+
+void bin_free_locked(arena_t *a, bin_t *bin, extent_t *slab, void *p) {
+  uint32_t idx = class_region_index(slab->bin, (uint32_t)((uintptr_t)p - slab->addr));
+  if (unlikely(bitmap_get(slab->bitmap, idx))) fatal_pointer("free()", "double free", p);
+  bitmap_set(slab->bitmap, idx);
+  if (idx / 64 < slab->first_word) slab->first_word = idx / 64;
+  slab->nfree++;
+  bin->ndalloc++;
+  bin->curregs--;
+  if (slab == bin->current) return;
+  if (slab->nfree == slab->nregs) {
+    if (slab->nregs > 1) heap_remove(&bin->nonfull, slab);
+    slab_empty(a, bin, slab);
+  } else if (slab->nfree == 1) {
+    heap_insert(&bin->nonfull, slab); /* it was full: it has room again */
+  }
+}

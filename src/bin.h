@@ -1,0 +1,19 @@
+/*
+ * Bins: an arena's slabs of one small class. Regions are handed out from the current
+ * slab; when it is full the next comes from the non-full slabs, lowest address first
+ * (less fragmentation: seed 002), then the one spare empty slab, then a new slab.
+ */
+#ifndef TESSERA_BIN_H
+#define TESSERA_BIN_H
+
+#include "types.h"
+
+void bin_init(bin_t *bin);
+/* Takes up to n regions of class c from arena a into out[], lowest address first.
+ * Returns how many it got (0 only when the OS refused memory). Locks the bin. */
+unsigned bin_fill(arena_t *a, unsigned c, void **out, unsigned n);
+/* Returns region p of slab to its bin; the caller holds the bin's lock and has checked
+ * that p starts a region. Aborts on a double free (the region is already free). */
+void bin_free_locked(arena_t *a, bin_t *bin, extent_t *slab, void *p);
+
+#endif

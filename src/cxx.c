@@ -1,0 +1,111 @@
+/*
+ * C++ operator new and delete, every standard form, defined here so that C++ programs
+ * reach tessera (and its sized free) directly. Written in C with the Itanium C++ ABI's
+ * mangled names so the library needs no C++ runtime: the pieces of libstdc++ that a
+ * failing operator new needs (the new-handler and throwing std::bad_alloc) are looked
+ * up as weak symbols, present whenever the program is a C++ program.
+ */
+#include <stddef.h>
+
+#include "tessera.h"
+
+#include "fatal.h"
+#include "internal.h"
+
+#define EXPORT TESSERA_EXPORT
+
+typedef void (*new_handler_t)(void);
+extern new_handler_t _ZSt15get_new_handlerv(void) __attribute__((weak)); /* std::get_new_handler() */
+extern void _ZSt17__throw_bad_allocv(void) __attribute__((weak, noreturn)); /* std::__throw_bad_alloc() */
+
+/* The loop [new.delete.single] prescribes: call the new-handler until it succeeds or
+ * there is none; then throw (or return NULL for the nothrow forms). */
+static void *new_failed(size_t align, size_t size, int nothrow) {
+  for (;;) {
+    new_handler_t handler = _ZSt15get_new_handlerv ? _ZSt15get_new_handlerv() : NULL;
+    if (handler == NULL) break;
+    handler(); /* may throw */
+    void *p = align ? tessera_aligned_internal(align, size) : tessera_malloc_internal(size);
+    if (p != NULL) return p;
+  }
+  if (nothrow) return NULL;
+  if (_ZSt17__throw_bad_allocv) _ZSt17__throw_bad_allocv();
+  fatal("operator new: out of memory and no C++ runtime to throw std::bad_alloc");
+}
+
+static inline void *new_impl(size_t size, int nothrow) {
+  void *p = tessera_malloc_internal(size);
+  if (__builtin_expect(p == NULL, 0)) return new_failed(0, size, nothrow);
+  return p;
+}
+
+static inline void *new_aligned_impl(size_t size, size_t align, int nothrow) {
+  void *p = tessera_aligned_internal(align, size);
+  if (__builtin_expect(p == NULL, 0)) return new_failed(align, size, nothrow);
+  return p;
+}
+
+/* The mangled names, declared so each definition below has a prototype. */
+void *_Znwm(size_t size);
+void *_Znam(size_t size);
+void *_ZnwmRKSt9nothrow_t(size_t size, const void *nt);
+void *_ZnamRKSt9nothrow_t(size_t size, const void *nt);
+void *_ZnwmSt11align_val_t(size_t size, size_t align);
+void *_ZnamSt11align_val_t(size_t size, size_t align);
+void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt);
+void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt);
+void _ZdlPv(void *p);
+void _ZdaPv(void *p);
+void _ZdlPvm(void *p, size_t size);
+void _ZdaPvm(void *p, size_t size);
+void _ZdlPvRKSt9nothrow_t(void *p, const void *nt);
+void _ZdaPvRKSt9nothrow_t(void *p, const void *nt);
+void _ZdlPvSt11align_val_t(void *p, size_t align);
+void _ZdaPvSt11align_val_t(void *p, size_t align);
+void _ZdlPvmSt11align_val_t(void *p, size_t size, size_t align);
+void _ZdaPvmSt11align_val_t(void *p, size_t size, size_t align);
+void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const void *nt);
+void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const void *nt);
+
+/* std::nothrow_t and std::align_val_t are passed as a reference and a size_t. */
+EXPORT void *_Znwm(size_t size) { return new_impl(size, 0); }
+EXPORT void *_Znam(size_t size) { return new_impl(size, 0); }
+EXPORT void *_ZnwmRKSt9nothrow_t(size_t size, const void *nt) { (void)nt; return new_impl(size, 1); }
+EXPORT void *_ZnamRKSt9nothrow_t(size_t size, const void *nt) { (void)nt; return new_impl(size, 1); }
+EXPORT void *_ZnwmSt11align_val_t(size_t size, size_t align) { return new_aligned_impl(size, align, 0); }
+EXPORT void *_ZnamSt11align_val_t(size_t size, size_t align) { return new_aligned_impl(size, align, 0); }
+EXPORT void *_ZnwmSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt) {
+  (void)nt;
+  return new_aligned_impl(size, align, 1);
+}
+EXPORT void *_ZnamSt11align_val_tRKSt9nothrow_t(size_t size, size_t align, const void *nt) {
+  (void)nt;
+  return new_aligned_impl(size, align, 1);
+}
+
+EXPORT void _ZdlPv(void *p) { tessera_free_internal(p); }
+EXPORT void _ZdaPv(void *p) { tessera_free_internal(p); }
+EXPORT void _ZdlPvm(void *p, size_t size) { tessera_free_sized_internal(p, size, "operator delete()"); }
+EXPORT void _ZdaPvm(void *p, size_t size) { tessera_free_sized_internal(p, size, "operator delete[]()"); }
+EXPORT void _ZdlPvRKSt9nothrow_t(void *p, const void *nt) { (void)nt; tessera_free_internal(p); }
+EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const void *nt) { (void)nt; tessera_free_internal(p); }
+EXPORT void _ZdlPvSt11align_val_t(void *p, size_t align) { (void)align; tessera_free_internal(p); }
+EXPORT void _ZdaPvSt11align_val_t(void *p, size_t align) { (void)align; tessera_free_internal(p); }
+EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t size, size_t align) {
+  (void)align;
+  tessera_free_sized_internal(p, size, "operator delete()");
+}
+EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t size, size_t align) {
+  (void)align;
+  tessera_free_sized_internal(p, size, "operator delete[]()");
+}
+EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const void *nt) {
+  (void)align;
+  (void)nt;
+  tessera_free_internal(p);
+}
+EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const void *nt) {
+  (void)align;
+  (void)nt;
+  tessera_free_internal(p);
+}

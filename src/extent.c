@@ -1,0 +1,305 @@
+#include "extent.h"
+
+#include <string.h>
+
+#include "base.h"
+#include "os.h"
+#include "pagemap.h"
+#include "pairing_heap.h"
+
+/* An arena asks the OS for at least 4 MiB at a time, doubling up to 1 GiB, so that the
+ * number of mappings stays small; untouched pages of a mapping cost no memory. */
+#define GROW_MIN_PAGES ((size_t)1024)
+#define GROW_MAX_PAGES ((size_t)1 << 18)
+
+/* ---- size buckets: 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, ... pages ---- */
+
+size_t extent_bucket_size(unsigned b) {
+  if (b < 3) return b + 1;
+  unsigned lg = (b - 3) / 4 + 2, m = (b - 3) % 4;
+  return ((size_t)1 << lg) + m * ((size_t)1 << (lg - 2));
+}
+
+unsigned extent_bucket_floor(size_t n) {
+  if (n < 4) return (unsigned)n - 1;
+  unsigned lg = 63u - (unsigned)__builtin_clzll((unsigned long long)n);
+  unsigned m = (unsigned)((n - ((size_t)1 << lg)) >> (lg - 2));
+  unsigned b = 3 + (lg - 2) * 4 + m;
+  return b < NPAGE_BUCKETS ? b : NPAGE_BUCKETS - 1;
+}
+
+unsigned extent_bucket_ceil(size_t n) {
+  unsigned b = extent_bucket_floor(n);
+  return extent_bucket_size(b) >= n ? b : b + 1;
+}
+
+/* ---- metadata records ---- */
+
+static size_t record_size(bool bitmap) {
+  return sizeof(extent_t) + (bitmap ? BITMAP_MAX_WORDS * sizeof(uint64_t) : 0);
+}
+
+static extent_t *record_new(arena_t *a, bool bitmap) {
+  extent_t *r = a->spare_records[bitmap];
+  if (r != NULL) {
+    a->spare_records[bitmap] = r->heap_next;
+    memset(r, 0, record_size(bitmap));
+  } else {
+    r = base_alloc(record_size(bitmap));
+    if (r == NULL) return NULL;
+  }
+  r->has_bitmap = bitmap;
+  r->arena = a;
+  return r;
+}
+
+static void record_delete(arena_t *a, extent_t *r) {
+  r->state = 0; /* a stale page-map entry can never find a valid extent here */
+  r->heap_next = a->spare_records[r->has_bitmap];
+  a->spare_records[r->has_bitmap] = r;
+}
+
+/* ---- free-extent sets ---- */
+
+static extent_set_t *set_of(arena_t *a, unsigned state) {
+  return state == EXTENT_DIRTY ? &a->dirty : &a->retained;
+}
+
+static void set_insert(extent_set_t *s, extent_t *e) {
+  unsigned b = extent_bucket_floor(e->npages);
+  heap_insert(&s->buckets[b], e);
+  s->nonempty[b / 64] |= (uint64_t)1 << (b % 64);
+  s->npages += e->npages;
+}
+
+static void set_remove(extent_set_t *s, extent_t *e) {
+  unsigned b = extent_bucket_floor(e->npages);
+  heap_remove(&s->buckets[b], e);
+  if (heap_empty(&s->buckets[b])) s->nonempty[b / 64] &= ~((uint64_t)1 << (b % 64));
+  s->npages -= e->npages;
+}
+
+/* The lowest-address extent of the smallest bucket whose extents all hold npages. */
+static extent_t *set_find(const extent_set_t *s, size_t npages) {
+  unsigned b = extent_bucket_ceil(npages);
+  for (unsigned w = b / 64; w < (NPAGE_BUCKETS + 63) / 64; w++) {
+    uint64_t bits = s->nonempty[w];
+    if (w == b / 64) bits &= ~(uint64_t)0 << (b % 64);
+    if (bits) return heap_first(&s->buckets[w * 64 + (unsigned)__builtin_ctzll(bits)]);
+  }
+  return NULL;
+}
+
+/* The largest bucket's lowest extent (purging large runs first means fewer syscalls). */
+static extent_t *set_largest(const extent_set_t *s) {
+  for (int w = (NPAGE_BUCKETS + 63) / 64 - 1; w >= 0; w--) {
+    uint64_t bits = s->nonempty[w];
+    if (bits) return heap_first(&s->buckets[w * 64 + 63 - (unsigned)__builtin_clzll(bits)]);
+  }
+  return NULL;
+}
+
+/* ---- page-map bookkeeping ---- */
+
+static uintptr_t last_page(const extent_t *e) { return e->addr + (e->npages - 1) * PAGE; }
+
+static void map_free_bounds(extent_t *e) {
+  pagemap_set(e->addr, pm_make(e, 0, 0));
+  if (e->npages > 1) pagemap_set(last_page(e), pm_make(e, 0, e->npages - 1));
+}
+
+static void clear_bounds(const extent_t *e) {
+  pagemap_set(e->addr, 0);
+  if (e->npages > 1) pagemap_set(last_page(e), 0);
+}
+
+void extent_map_active(extent_t *e, unsigned code) {
+  if (e->state == EXTENT_SLAB) {
+    for (size_t i = 0; i < e->npages; i++) pagemap_set(e->addr + i * PAGE, pm_make(e, code, i));
+  } else {
+    pagemap_set(e->addr, pm_make(e, code, 0));
+    if (e->npages > 1) pagemap_set(last_page(e), pm_make(e, code, e->npages - 1));
+  }
+}
+
+static void clear_active(const extent_t *e) {
+  if (e->state == EXTENT_SLAB) {
+    for (size_t i = 0; i < e->npages; i++) pagemap_set(e->addr + i * PAGE, 0);
+  } else {
+    clear_bounds(e);
+  }
+}
+
+/* A free extent of the given state that ends (or starts) on the page at page_addr. */
+static extent_t *free_neighbor(arena_t *a, uintptr_t page_addr, unsigned state) {
+  pm_entry_t en = pagemap_get(page_addr);
+  if (pm_code(en) != 0) return NULL;
+  extent_t *n = pm_extent(en);
+  if (n == NULL || n->arena != a || n->state != state) return NULL;
+  return n;
+}
+
+/* Inserts e into the set of `state`, first merging it with free neighbours of that state. */
+static void insert_free(arena_t *a, extent_t *e, unsigned state) {
+  extent_set_t *set = set_of(a, state);
+  e->state = (uint8_t)state;
+  extent_t *prev = free_neighbor(a, e->addr - PAGE, state);
+  if (prev != NULL) {
+    set_remove(set, prev);
+    clear_bounds(prev);
+    pagemap_set(e->addr, 0);
+    prev->npages += e->npages;
+    record_delete(a, e);
+    e = prev;
+  }
+  extent_t *next = free_neighbor(a, e->addr + e->npages * PAGE, state);
+  if (next != NULL) {
+    set_remove(set, next);
+    clear_bounds(next);
+    pagemap_set(last_page(e), 0);
+    e->npages += next->npages;
+    record_delete(a, next);
+  }
+  map_free_bounds(e);
+  set_insert(set, e);
+}
+
+/* Inserts a remainder of a split: its neighbours are known not to be free of its state. */
+static void insert_remainder(arena_t *a, extent_t *e, unsigned state) {
+  e->state = (uint8_t)state;
+  map_free_bounds(e);
+  set_insert(set_of(a, state), e);
+}
+
+static bool grow(arena_t *a, size_t min_pages) {
+  if (a->grow_pages < GROW_MIN_PAGES) a->grow_pages = GROW_MIN_PAGES;
+  size_t pages = min_pages > a->grow_pages ? min_pages : a->grow_pages;
+  if (pages > SIZE_MAX / PAGE) return false;
+  void *p = os_map(pages * PAGE);
+  if (p == NULL && pages > min_pages) {
+    pages = min_pages;
+    p = os_map(pages * PAGE);
+  }
+  if (p == NULL) return false;
+  extent_t *e = record_new(a, false);
+  if (e == NULL || !pagemap_reserve((uintptr_t)p, pages * PAGE)) {
+    if (e != NULL) record_delete(a, e);
+    os_unmap(p, pages * PAGE);
+    return false;
+  }
+  if (a->grow_pages < GROW_MAX_PAGES) a->grow_pages *= 2;
+  a->mapped_pages += pages;
+  e->addr = (uintptr_t)p;
+  e->npages = pages;
+  insert_free(a, e, EXTENT_RETAINED); /* fresh pages read as zero, like released ones */
+  return true;
+}
+
+extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_state_t state,
+                       unsigned code, bool *zeroed) {
+  size_t search = npages + (align_pages > 1 ? align_pages - 1 : 0);
+  if (search < npages) return NULL;
+  extent_t *f = set_find(&a->dirty, search);
+  if (f == NULL) f = set_find(&a->retained, search);
+  if (f == NULL) {
+    if (!grow(a, search)) return NULL;
+    f = set_find(&a->retained, search);
+    if (f == NULL) return NULL;
+  }
+  /* Take the records we may need before changing anything, so failure is clean. */
+  extent_t *r = record_new(a, state == EXTENT_SLAB);
+  extent_t *spare = record_new(a, false);
+  if (r == NULL || spare == NULL) {
+    if (r != NULL) record_delete(a, r);
+    if (spare != NULL) record_delete(a, spare);
+    return NULL;
+  }
+  unsigned fstate = f->state;
+  set_remove(set_of(a, fstate), f);
+  clear_bounds(f);
+  uintptr_t align = align_pages * PAGE;
+  uintptr_t start = (f->addr + align - 1) & ~(align - 1);
+  size_t lead = (start - f->addr) / PAGE;
+  size_t trail = f->npages - lead - npages;
+  r->addr = start;
+  r->npages = npages;
+  if (lead > 0) {
+    f->npages = lead;
+    insert_remainder(a, f, fstate);
+    f = spare;
+    spare = NULL;
+  }
+  if (trail > 0) {
+    f->addr = start + npages * PAGE;
+    f->npages = trail;
+    insert_remainder(a, f, fstate);
+    f = NULL;
+  }
+  if (f != NULL) record_delete(a, f);
+  if (spare != NULL) record_delete(a, spare);
+  r->state = (uint8_t)state;
+  extent_map_active(r, code);
+  a->active_pages += npages;
+  *zeroed = fstate == EXTENT_RETAINED;
+  return r;
+}
+
+void extent_free(arena_t *a, extent_t *e) {
+  clear_active(e);
+  a->active_pages -= e->npages;
+  insert_free(a, e, EXTENT_DIRTY);
+}
+
+bool extent_grow_in_place(arena_t *a, extent_t *e, size_t npages, unsigned code) {
+  size_t extra = npages - e->npages;
+  uintptr_t end = e->addr + e->npages * PAGE;
+  extent_t *n = free_neighbor(a, end, EXTENT_DIRTY);
+  if (n == NULL) n = free_neighbor(a, end, EXTENT_RETAINED);
+  if (n == NULL || n->npages < extra) return false;
+  extent_set_t *set = set_of(a, n->state);
+  set_remove(set, n);
+  clear_bounds(n);
+  if (e->npages > 1) pagemap_set(last_page(e), 0);
+  if (n->npages > extra) {
+    n->addr += extra * PAGE;
+    n->npages -= extra;
+    map_free_bounds(n);
+    set_insert(set, n);
+  } else {
+    record_delete(a, n);
+  }
+  e->npages = npages;
+  extent_map_active(e, code);
+  a->active_pages += extra;
+  return true;
+}
+
+bool extent_shrink_in_place(arena_t *a, extent_t *e, size_t npages, unsigned code) {
+  extent_t *t = record_new(a, false);
+  if (t == NULL) return false;
+  clear_bounds(e);
+  t->addr = e->addr + npages * PAGE;
+  t->npages = e->npages - npages;
+  e->npages = npages;
+  extent_map_active(e, code);
+  a->active_pages -= t->npages;
+  insert_free(a, t, EXTENT_DIRTY);
+  return true;
+}
+
+size_t extent_purge(arena_t *a, size_t keep_pages) {
+  size_t released = 0;
+  if (a->dirty.npages <= keep_pages) return 0;
+  a->npurge++;
+  while (a->dirty.npages > keep_pages) {
+    extent_t *e = set_largest(&a->dirty);
+    set_remove(&a->dirty, e);
+    clear_bounds(e);
+    os_release_pages((void *)e->addr, e->npages * PAGE);
+    a->nmadvise++;
+    released += e->npages;
+    insert_free(a, e, EXTENT_RETAINED);
+  }
+  a->purged_pages += released;
+  return released;
+}

@@ -1,0 +1,42 @@
+/*
+ * Extents: an arena's page-granular allocator. Free extents sit in two sets, dirty
+ * (resident) and retained (released, reads as zero), bucketed by size (four buckets per
+ * doubling), each bucket a pairing heap by address: a request takes the lowest-address
+ * extent of the smallest bucket that surely fits. Freed extents coalesce with free
+ * neighbours of the same state, found in O(1) through the page map.
+ *
+ * Every function here is called with arena->extent_lock held.
+ */
+#ifndef TESSERA_EXTENT_H
+#define TESSERA_EXTENT_H
+
+#include "types.h"
+
+/*
+ * Takes npages pages aligned to align_pages pages (a power of two) and makes them an
+ * active extent in state `state` (EXTENT_SLAB or EXTENT_LARGE), with page-map entries
+ * carrying `code`: on every page for a slab, on the first and last page for a large
+ * block. *zeroed tells whether the pages are known to read as zero. NULL if the OS
+ * refuses memory.
+ */
+extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_state_t state,
+                       unsigned code, bool *zeroed);
+/* Returns an active extent's pages to the dirty set (coalescing), clearing its entries. */
+void extent_free(arena_t *a, extent_t *e);
+/* Grows a large extent in place to npages if the following pages are free; keeps code. */
+bool extent_grow_in_place(arena_t *a, extent_t *e, size_t npages, unsigned code);
+/* Shrinks a large extent in place to npages (< e->npages); the tail becomes free.
+ * Returns false (and changes nothing) only if no metadata record could be had. */
+bool extent_shrink_in_place(arena_t *a, extent_t *e, size_t npages, unsigned code);
+/* Releases dirty pages to the OS until at most keep_pages dirty pages remain. Returns
+ * the number of pages released. */
+size_t extent_purge(arena_t *a, size_t keep_pages);
+/* Sets page-map entries for an active extent (slab: all pages; large: first and last). */
+void extent_map_active(extent_t *e, unsigned code);
+
+/* Page-count buckets (exposed for tests). */
+unsigned extent_bucket_floor(size_t npages);
+unsigned extent_bucket_ceil(size_t npages);
+size_t extent_bucket_size(unsigned bucket);
+
+#endif

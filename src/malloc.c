@@ -1,0 +1,352 @@
+/*
+ * The public API. malloc and free have a fast path each (a thread-cache pop and push,
+ * ~25 source lines together); everything else is in the noinline slow paths below.
+ */
+#include <errno.h>
+#include <malloc.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include "tessera.h"
+
+#include "arena.h"
+#include "base.h"
+#include "bin.h"
+#include "extent.h"
+#include "fatal.h"
+#include "internal.h"
+#include "lock.h"
+#include "options.h"
+#include "os.h"
+#include "pagemap.h"
+#include "size_class.h"
+#include "tcache.h"
+
+#define EXPORT TESSERA_EXPORT
+
+/* ---- initialisation ---- */
+
+enum { INIT_NONE, INIT_RUNNING, INIT_DONE };
+static _Atomic int init_state;
+static uintptr_t init_thread;
+
+bool malloc_initialized(void) { return atomic_load_explicit(&init_state, memory_order_acquire) == INIT_DONE; }
+
+NOINLINE static bool malloc_init_slow(void) {
+  int expected = INIT_NONE;
+  if (!atomic_compare_exchange_strong(&init_state, &expected, INIT_RUNNING)) {
+    if (init_thread == thread_marker()) return false; /* recursion: nothing may allocate here */
+    while (atomic_load(&init_state) != INIT_DONE) sched_yield();
+    return true;
+  }
+  init_thread = thread_marker();
+  if (os_page_size() != PAGE) fatal("unsupported page size (tessera needs 4 KiB pages)");
+  size_class_init();
+  options_init();
+  unsigned narenas = opt_narenas ? opt_narenas : os_ncpus();
+  if (!arenas_init(narenas) || !tcache_boot()) fatal("out of memory during initialisation");
+  atomic_store(&init_state, INIT_DONE);
+  fork_boot(); /* pthread_atfork may allocate: only now that malloc works */
+  return true;
+}
+
+static inline bool malloc_init(void) {
+  return likely(atomic_load_explicit(&init_state, memory_order_acquire) == INIT_DONE) ||
+         malloc_init_slow();
+}
+
+/* ---- slow paths ---- */
+
+static void *alloc_cached_class(tcache_t *tc, unsigned c) {
+  if (tc != NULL && tc->bins[c].capacity > 0) return tcache_alloc_refill(tc, c);
+  arena_t *a = tc != NULL ? tc->arena : thread_arena();
+  if (c >= NSMALL) return arena_malloc_large(a, class_infos[c].size, PAGE, false);
+  void *p;
+  return bin_fill(a, c, &p, 1) == 1 ? p : NULL;
+}
+
+NOINLINE static void *malloc_slow(size_t size) {
+  if (unlikely(!malloc_init())) return NULL;
+  if (unlikely(size > (size_t)PTRDIFF_MAX)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  tcache_t *tc = tcache_get();
+  void *p;
+  if (size <= LOOKUP_MAX) {
+    unsigned c = size_to_class(size);
+    p = alloc_cached_class(tc, c);
+  } else {
+    p = arena_malloc_large(tc != NULL ? tc->arena : thread_arena(), size, PAGE, false);
+  }
+  if (unlikely(p == NULL)) errno = ENOMEM;
+  return p;
+}
+
+static void free_extent_block(extent_t *e, unsigned c, void *p) {
+  if (c < NSMALL) arena_free_small(e, p);
+  else arena_free_large(e->arena, e);
+}
+
+/* Finds the block p starts; aborts naming func if p is not one tessera handed out. */
+static extent_t *lookup_block(const void *p, const char *func, unsigned *class_out) {
+  uintptr_t a = (uintptr_t)p;
+  pm_entry_t e = pagemap_get(a);
+  extent_t *ext = pm_extent(e);
+  unsigned code = pm_code(e);
+  if (code == 0) {
+    /* The first page of a free extent: most likely a large block freed before. */
+    if (ext != NULL && ext->addr == a) fatal_pointer(func, "double free", p);
+    fatal_pointer(func, "invalid pointer", p);
+  }
+  if (code - 1 < NCACHED_MAX) {
+    unsigned c = code - 1;
+    uint32_t off = (uint32_t)(a & PAGE_MASK) | ((uint32_t)pm_page_index(e) << LG_PAGE);
+    if (!class_offset_is_region_start(c, off)) fatal_pointer(func, "invalid pointer", p);
+    *class_out = c;
+    return ext;
+  }
+  if (ext->state != EXTENT_LARGE || ext->addr != a) fatal_pointer(func, "invalid pointer", p);
+  *class_out = CODE_LARGE;
+  return ext;
+}
+
+NOINLINE static void free_slow(void *p) {
+  if (p == NULL) return;
+  unsigned c;
+  extent_t *e = lookup_block(p, "free()", &c);
+  tcache_t *tc = tls_tcache;
+  if (tc == &tcache_empty && tls_thread_state == THREAD_NEW) {
+    /* A thread that frees before it allocates (a consumer) still gets a cache, so its
+     * frees go back to their arenas in batches. */
+    tcache_t *created = tcache_get();
+    if (created != NULL) tc = created;
+  }
+  if (c < NCACHED_MAX && tc->bins[c].capacity > 0) {
+    cache_bin_t *b = &tc->bins[c];
+    if (b->count > 0 && b->stack[b->count - 1] == p) fatal_pointer("free()", "double free", p);
+    tcache_free_full(tc, c, p); /* the fast path saw the bin full */
+    return;
+  }
+  if (c == CODE_LARGE) arena_free_large(e->arena, e);
+  else free_extent_block(e, c, p);
+}
+
+/* ---- fast paths ---- */
+
+EXPORT void *malloc(size_t size) {
+  tcache_t *tc = tls_tcache;
+  if (likely(size <= LOOKUP_MAX)) {
+    cache_bin_t *b = &tc->bins[class_of_lookup[(size + 15) >> 4]];
+    uint16_t n = b->count;
+    if (likely(n != 0)) {
+      b->count = (uint16_t)(n - 1);
+      return b->stack[n - 1];
+    }
+  }
+  return malloc_slow(size);
+}
+
+EXPORT void free(void *p) {
+  uintptr_t a = (uintptr_t)p;
+  pm_entry_t e = pagemap_get(a);
+  unsigned c = pm_code(e) - 1; /* no block (code 0) wraps around to a huge index */
+  if (likely(c < NCACHED_MAX)) {
+    uint32_t off = (uint32_t)(a & PAGE_MASK) | ((uint32_t)pm_page_index(e) << LG_PAGE);
+    cache_bin_t *b = &tls_tcache->bins[c];
+    uint16_t n = b->count;
+    /* p must start a region, the bin must have room, and p must not be the block we
+     * were just given back (stack[-1] is a NULL sentinel when the bin is empty). */
+    if (likely(class_offset_is_region_start(c, off) && n < b->capacity && b->stack[n - 1] != p)) {
+      b->stack[n] = p;
+      b->count = (uint16_t)(n + 1);
+      return;
+    }
+  }
+  free_slow(p);
+}
+
+/* ---- the rest of the family ---- */
+
+void *tessera_malloc_internal(size_t size) { return malloc(size); }
+void tessera_free_internal(void *p) { free(p); }
+
+size_t tessera_usable_size_internal(const void *p, const char *func) {
+  if (p == NULL) return 0;
+  unsigned c;
+  extent_t *e = lookup_block(p, func, &c);
+  return c == CODE_LARGE ? e->npages * PAGE : class_infos[c].size;
+}
+
+void tessera_free_sized_internal(void *p, size_t size, const char *func) {
+  if (p == NULL) return;
+  /* The claimed size must fit the block (hardened_malloc checks the same). */
+  if (unlikely(size > tessera_usable_size_internal(p, func))) fatal_pointer(func, "size larger than the block", p);
+  free(p);
+}
+
+EXPORT void *calloc(size_t n, size_t size) {
+  size_t total;
+  if (unlikely(__builtin_mul_overflow(n, size, &total) || total > (size_t)PTRDIFF_MAX)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (total > TCACHE_MAX_LIMIT) {
+    if (!malloc_init()) return NULL;
+    tcache_t *tc = tcache_get();
+    void *p = arena_malloc_large(tc != NULL ? tc->arena : thread_arena(), total, PAGE, true);
+    if (p == NULL) errno = ENOMEM;
+    return p;
+  }
+  void *p = malloc(total);
+  if (likely(p != NULL)) memset(p, 0, total);
+  return p;
+}
+
+void *tessera_aligned_internal(size_t align, size_t size) {
+  if (align <= QUANTUM) return malloc(size);
+  if (unlikely(size > (size_t)PTRDIFF_MAX || align > ((size_t)1 << 62))) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (align <= PAGE) {
+    /* A class whose size is a multiple of align has every region aligned (slabs are
+     * page aligned); rounding the size up to align always lands on such a class. */
+    size_t rounded = (size + align - 1) & ~(align - 1);
+    if (rounded == 0) rounded = align;
+    if (rounded <= LOOKUP_MAX) return malloc(rounded);
+  }
+  if (!malloc_init()) return NULL;
+  tcache_t *tc = tcache_get();
+  /* Large blocks start at 16 KiB: smaller page runs would collide with the slab classes'
+   * page-map codes. */
+  size_t large_size = size <= SMALL_MAX ? SMALL_MAX + 1 : size;
+  void *p = arena_malloc_large(tc != NULL ? tc->arena : thread_arena(), large_size, align < PAGE ? PAGE : align, false);
+  if (p == NULL) errno = ENOMEM;
+  return p;
+}
+
+static bool power_of_two(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
+
+EXPORT int posix_memalign(void **out, size_t align, size_t size) {
+  if (!power_of_two(align) || align % sizeof(void *) != 0) return EINVAL;
+  int saved = errno;
+  void *p = tessera_aligned_internal(align, size);
+  errno = saved;
+  if (p == NULL) return ENOMEM;
+  *out = p;
+  return 0;
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t size) {
+  if (!power_of_two(align)) {
+    errno = EINVAL;
+    return NULL;
+  }
+  return tessera_aligned_internal(align, size);
+}
+
+EXPORT void *memalign(size_t align, size_t size) {
+  /* glibc: a non-power-of-two alignment is rounded up to the next power of two. */
+  if (align > ((size_t)1 << 62)) {
+    errno = EINVAL;
+    return NULL;
+  }
+  if (!power_of_two(align)) {
+    size_t a = 1;
+    while (a < align) a <<= 1;
+    align = a;
+  }
+  return tessera_aligned_internal(align, size);
+}
+
+EXPORT void *valloc(size_t size) { return tessera_aligned_internal(PAGE, size); }
+
+EXPORT void *pvalloc(size_t size) {
+  if (size > SIZE_MAX - PAGE_MASK) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  size_t rounded = (size + PAGE_MASK) & ~PAGE_MASK;
+  return tessera_aligned_internal(PAGE, rounded ? rounded : PAGE);
+}
+
+EXPORT void *realloc(void *p, size_t size) {
+  if (p == NULL) return malloc(size);
+  if (size == 0) { /* glibc's behaviour: free and return NULL */
+    free(p);
+    return NULL;
+  }
+  unsigned c;
+  extent_t *e = lookup_block(p, "realloc()", &c);
+  if (unlikely(size > (size_t)PTRDIFF_MAX)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  size_t old_usable = c == CODE_LARGE ? e->npages * PAGE : class_infos[c].size;
+  if (c < NSMALL) {
+    if (size <= SMALL_MAX && size_to_class(size) == c) return p;
+  } else if (size > SMALL_MAX) {
+    size_t new_usable = large_usable_size(size);
+    if (new_usable == old_usable) return p;
+    if (new_usable != 0 && arena_resize_large_in_place(e->arena, e, new_usable)) return p;
+  }
+  void *q = malloc(size);
+  if (q == NULL) return NULL; /* errno is ENOMEM; p is untouched */
+  memcpy(q, p, size < old_usable ? size : old_usable);
+  free(p);
+  return q;
+}
+
+EXPORT void *reallocarray(void *p, size_t n, size_t size) {
+  size_t total;
+  if (__builtin_mul_overflow(n, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return realloc(p, total);
+}
+
+EXPORT size_t malloc_usable_size(void *p) { return tessera_usable_size_internal(p, "malloc_usable_size()"); }
+
+EXPORT void free_sized(void *p, size_t size) { tessera_free_sized_internal(p, size, "free_sized()"); }
+
+EXPORT void free_aligned_sized(void *p, size_t align, size_t size) {
+  (void)align;
+  tessera_free_sized_internal(p, size, "free_aligned_sized()");
+}
+
+EXPORT int malloc_trim(size_t pad) {
+  (void)pad;
+  if (!malloc_initialized()) return 0;
+  tcache_t *tc = tls_tcache;
+  if (tc != &tcache_empty) tcache_flush_all(tc);
+  size_t released = 0;
+  for (unsigned i = 0; i < narenas_limit; i++)
+    if (arenas[i] != NULL) released += arena_purge(arenas[i], true);
+  return released > 0;
+}
+
+/* glibc's internal names, for the rare program that calls them directly. */
+void *__libc_malloc(size_t size);
+void __libc_free(void *p);
+void *__libc_calloc(size_t n, size_t size);
+void *__libc_realloc(void *p, size_t size);
+void *__libc_memalign(size_t align, size_t size);
+void *__libc_valloc(size_t size);
+void *__libc_pvalloc(size_t size);
+int __posix_memalign(void **out, size_t align, size_t size);
+EXPORT void *__libc_malloc(size_t size) { return malloc(size); }
+EXPORT void __libc_free(void *p) { free(p); }
+EXPORT void *__libc_calloc(size_t n, size_t size) { return calloc(n, size); }
+EXPORT void *__libc_realloc(void *p, size_t size) { return realloc(p, size); }
+EXPORT void *__libc_memalign(size_t align, size_t size) { return memalign(align, size); }
+EXPORT void *__libc_valloc(size_t size) { return valloc(size); }
+EXPORT void *__libc_pvalloc(size_t size) { return pvalloc(size); }
+EXPORT int __posix_memalign(void **out, size_t align, size_t size) { return posix_memalign(out, align, size); }
+
+EXPORT const char *tessera_version(void) { return TESSERA_VERSION_STRING; }

@@ -1,0 +1,46 @@
+/*
+ * Options: one table (options.c) names every option with its type, default, range and
+ * one line of documentation. The table drives parsing, reading back and the docs.
+ *
+ * Sources, later overriding earlier: the compiled-in default (TESSERA_CONF_DEFAULT),
+ * the `tessera_conf` string a program may define, /etc/tessera.conf (a file, or a
+ * symlink whose target is the string), and the TESSERA_CONF environment variable
+ * (ignored for setuid programs). Syntax: "key:value,key:value".
+ */
+#ifndef TESSERA_OPTIONS_H
+#define TESSERA_OPTIONS_H
+
+#include "types.h"
+
+extern bool opt_abort_conf;
+extern bool opt_tcache;
+extern size_t opt_tcache_max;
+extern unsigned opt_tcache_nslots_small_min;
+extern unsigned opt_tcache_nslots_small_max;
+extern unsigned opt_lg_tcache_nslots_mul;
+extern unsigned opt_narenas; /* 0 = one per CPU */
+extern bool opt_stats_print;
+extern char opt_stats_print_opts[16];
+
+typedef enum option_type { OPTION_BOOL, OPTION_UNSIGNED, OPTION_SIZE, OPTION_STRING } option_type_t;
+
+typedef struct option_def {
+  const char *name;
+  option_type_t type;
+  void *value;
+  unsigned long long min, max; /* numbers: the accepted range; strings: max = capacity */
+  const char *doc;
+} option_def_t;
+
+extern const option_def_t option_table[];
+extern const unsigned option_count;
+
+/* Reads every source. Warnings go to stderr; with abort_conf:true a bad entry aborts. */
+void options_init(void);
+/* Parses one "key:value,..." string; source names it in messages. Returns the number
+ * of entries rejected. */
+unsigned options_parse(const char *conf, const char *source);
+/* Writes the current value of option d as text into buf. */
+void option_format(const option_def_t *d, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,133 @@
+/* The OS layer (Linux). See os.h for the contract of each function. */
+#include "os.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+void *os_map(size_t size) {
+  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+void os_unmap(void *addr, size_t size) {
+  int saved = errno;
+  munmap(addr, size);
+  errno = saved;
+}
+
+bool os_release_pages(void *addr, size_t size) {
+  int saved = errno;
+  bool ok = madvise(addr, size, MADV_DONTNEED) == 0;
+  errno = saved;
+  return ok;
+}
+
+size_t os_page_size(void) {
+  unsigned long sz = getauxval(AT_PAGESZ);
+  return sz ? (size_t)sz : 4096;
+}
+
+unsigned os_ncpus(void) {
+  /* sched_getaffinity through the raw syscall: glibc's CPU_COUNT macros are fine, but
+   * sysconf(_SC_NPROCESSORS_ONLN) may open files and allocate. */
+  unsigned long mask[16];
+  long n = syscall(SYS_sched_getaffinity, 0, sizeof(mask), mask);
+  if (n <= 0) return 1;
+  unsigned count = 0;
+  for (long i = 0; i < n / (long)sizeof(mask[0]); i++)
+    for (unsigned long m = mask[i]; m != 0; m &= m - 1) count++;
+  return count ? count : 1;
+}
+
+unsigned os_current_cpu(void) {
+  int cpu = sched_getcpu();
+  return cpu < 0 ? 0 : (unsigned)cpu;
+}
+
+uint64_t os_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void os_write_stderr(const char *s) {
+  int saved = errno;
+  size_t len = strlen(s);
+  while (len > 0) {
+    ssize_t w = write(2, s, len);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) break;
+    s += w;
+    len -= (size_t)w;
+  }
+  errno = saved;
+}
+
+static bool copy_value(const char *entry, const char *name, char *buf, size_t buflen) {
+  size_t nlen = strlen(name);
+  if (strncmp(entry, name, nlen) != 0 || entry[nlen] != '=') return false;
+  const char *v = entry + nlen + 1;
+  size_t vlen = strlen(v);
+  if (vlen >= buflen) vlen = buflen - 1;
+  memcpy(buf, v, vlen);
+  buf[vlen] = '\0';
+  return true;
+}
+
+bool os_getenv(const char *name, char *buf, size_t buflen) {
+  if (getauxval(AT_SECURE)) return false; /* never trust the environment of setuid programs */
+  if (environ != NULL) {
+    for (char **e = environ; *e != NULL; e++)
+      if (copy_value(*e, name, buf, buflen)) return true;
+    return false;
+  }
+  /* Called before libc set up environ (from the dynamic loader): read it from /proc. */
+  static char envbuf[16384];
+  int fd = open("/proc/self/environ", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t n = read(fd, envbuf, sizeof(envbuf) - 1);
+  close(fd);
+  if (n <= 0) return false;
+  envbuf[n] = '\0';
+  for (char *e = envbuf; e < envbuf + n; e += strlen(e) + 1)
+    if (copy_value(e, name, buf, buflen)) return true;
+  return false;
+}
+
+bool os_read_config_file(const char *path, char *buf, size_t buflen) {
+  int saved = errno;
+  bool found = false;
+  /* Like jemalloc's /etc/malloc.conf: the file may be a symlink whose target names the
+   * options ("ln -s 'narenas:2' /etc/tessera.conf"), or a regular file holding them. */
+  ssize_t n = readlink(path, buf, buflen - 1);
+  if (n > 0) {
+    buf[n] = '\0';
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      found = true; /* dangling symlink: its target is the option string */
+    } else {
+      n = read(fd, buf, buflen - 1);
+      close(fd);
+      if (n >= 0) { buf[n] = '\0'; found = true; }
+    }
+  } else {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      n = read(fd, buf, buflen - 1);
+      close(fd);
+      if (n >= 0) { buf[n] = '\0'; found = true; }
+    }
+  }
+  errno = saved;
+  return found;
+}

@@ -1,0 +1,39 @@
+/*
+ * The OS layer: the only place that makes system calls. Nothing here allocates.
+ *
+ * Linux only. Every function is safe to call before libc's constructors have run.
+ */
+#ifndef TESSERA_OS_H
+#define TESSERA_OS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Maps size bytes (a multiple of PAGE) of fresh zeroed read-write memory, aligned to
+ * PAGE. Returns NULL when the OS refuses. */
+void *os_map(size_t size);
+/* Gives size bytes at addr (page aligned) back to the OS: the range is unmapped. */
+void os_unmap(void *addr, size_t size);
+/* Releases the pages of a range but keeps the address range: the next touch reads
+ * zeros (MADV_DONTNEED). Returns false if the kernel refused. */
+bool os_release_pages(void *addr, size_t size);
+/* The kernel's page size; tessera requires it to be PAGE (4 KiB). */
+size_t os_page_size(void);
+/* The number of CPUs this process may run on (at least 1). */
+unsigned os_ncpus(void);
+/* The CPU the caller runs on, or 0 if unknown. */
+unsigned os_current_cpu(void);
+/* Monotonic time in nanoseconds. */
+uint64_t os_now_ns(void);
+/* Writes a whole string to stderr (fd 2), retrying on short writes. */
+void os_write_stderr(const char *s);
+/* Reads the value of environment variable name into buf (NUL terminated). Works before
+ * libc has set up environ by falling back to /proc/self/environ. Returns false when the
+ * variable is absent, or when the process is setuid/setgid (AT_SECURE). */
+bool os_getenv(const char *name, char *buf, size_t buflen);
+/* Reads up to buflen-1 bytes of a file (following a symlink's target as a string if
+ * the path is a symlink whose target is not a file) into buf. Returns false if absent. */
+bool os_read_config_file(const char *path, char *buf, size_t buflen);
+
+#endif

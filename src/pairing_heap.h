@@ -1,0 +1,18 @@
+/*
+ * An intrusive pairing heap of extents ordered by address (lowest first), used for free
+ * extent sets and for a bin's non-full slabs. Insert is O(1); remove-first and remove
+ * are O(log n) amortized, with no rebalancing (seed 002: trees cost too much here).
+ */
+#ifndef TESSERA_PAIRING_HEAP_H
+#define TESSERA_PAIRING_HEAP_H
+
+#include "types.h"
+
+static inline bool heap_empty(const extent_heap_t *h) { return h->root == NULL; }
+static inline extent_t *heap_first(const extent_heap_t *h) { return h->root; }
+
+void heap_insert(extent_heap_t *h, extent_t *e);
+void heap_remove(extent_heap_t *h, extent_t *e);
+extent_t *heap_remove_first(extent_heap_t *h);
+
+#endif

@@ -1,0 +1,71 @@
+#include "size_class.h"
+
+class_info_t class_infos[NCACHED_MAX];
+uint8_t class_of_lookup[(LOOKUP_MAX >> 4) + 1];
+
+size_t class_to_size(unsigned c) {
+  if (c < 4) return (size_t)QUANTUM * (c + 1);
+  unsigned group = (c - 4) / 4 + 6; /* classes 4..7 lie in (64, 128] */
+  unsigned mod = (c - 4) % 4;
+  return ((size_t)1 << group) + (size_t)(mod + 1) * ((size_t)1 << (group - 2));
+}
+
+unsigned size_to_class_compute(size_t size) {
+  if (size <= 64) return size == 0 ? 0 : (unsigned)((size + 15) / 16 - 1);
+  unsigned lg = 63u - (unsigned)__builtin_clzll((unsigned long long)(size - 1));
+  unsigned mod = (unsigned)(((size - 1) >> (lg - 2)) & 3);
+  return 4 + (lg - 6) * 4 + mod;
+}
+
+/*
+ * Slab size: the number of pages p whose p*PAGE divides into regions with the least
+ * waste, preferring fewer pages when the waste is within 1/128 of the best. At least
+ * 4 pages (16 KiB), so that refills and flushes need a new slab rarely
+ * (seed 004: jemalloc's one-page slabs for 128-1024 B cost it fills); at most
+ * SLAB_MAX_PAGES, and never more than SLAB_MAX_REGIONS regions.
+ */
+static void choose_slab(class_info_t *ci) {
+  size_t size = ci->size;
+  unsigned best_pages = 0;
+  double best_waste = 2.0;
+  for (unsigned p = 1; p <= SLAB_MAX_PAGES; p++) {
+    size_t bytes = p * PAGE;
+    size_t nregs = bytes / size;
+    if (nregs == 0 || nregs > SLAB_MAX_REGIONS) continue;
+    if (bytes < 4 * PAGE) continue;
+    double waste = (double)(bytes - nregs * size) / (double)bytes;
+    if (waste + 1.0 / 128 < best_waste) { best_waste = waste; best_pages = p; }
+  }
+  ci->slab_pages = best_pages;
+  ci->nregs = (uint32_t)(best_pages * PAGE / size);
+}
+
+/* Multiplicative inverse of an odd number modulo 2^32 (Newton's iteration). */
+static uint32_t inverse_mod_2_32(uint32_t odd) {
+  uint32_t x = odd; /* correct to 3 bits */
+  for (int i = 0; i < 5; i++) x *= 2 - odd * x;
+  return x;
+}
+
+void size_class_init(void) {
+  for (unsigned c = 0; c < NCACHED_MAX; c++) {
+    class_info_t *ci = &class_infos[c];
+    ci->size = (uint32_t)class_to_size(c);
+    if (c < NSMALL) {
+      choose_slab(ci);
+    } else {
+      ci->slab_pages = (uint32_t)(ci->size / PAGE);
+      ci->nregs = 1;
+    }
+    uint32_t shift = (uint32_t)__builtin_ctz(ci->size);
+    uint32_t odd = ci->size >> shift;
+    ci->shift = shift;
+    ci->inverse = inverse_mod_2_32(odd);
+    ci->limit = UINT32_MAX / ci->size;
+    if (c >= NSMALL) ci->limit = 0; /* a large cached block: only offset 0 is valid */
+  }
+  for (size_t i = 0; i <= (LOOKUP_MAX >> 4); i++) {
+    size_t size = i << 4;
+    class_of_lookup[i] = (uint8_t)size_to_class_compute(size == 0 ? 1 : size);
+  }
+}

@@ -1,0 +1,179 @@
+#include "tcache.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "arena.h"
+#include "base.h"
+#include "bin.h"
+#include "lock.h"
+#include "options.h"
+#include "pagemap.h"
+#include "size_class.h"
+
+__thread tcache_t *tls_tcache __attribute__((tls_model("initial-exec"))) = &tcache_empty;
+__thread uint8_t tls_thread_state __attribute__((tls_model("initial-exec")));
+static __thread arena_t *tls_arena __attribute__((tls_model("initial-exec")));
+tcache_t tcache_empty;
+
+static pthread_key_t exit_key;
+static lock_t registry_lock;
+static tcache_t *registry;
+
+/* Blocks kept per bin (seed 004): small classes (slab regions << 1) clamped to
+ * [tcache_nslots_small_min, tcache_nslots_small_max]; cached large classes a few. */
+#define TCACHE_NSLOTS_LARGE 8
+
+static unsigned bin_capacity(unsigned c) {
+  if (!opt_tcache || class_infos[c].size > opt_tcache_max) return 0;
+  if (c >= NSMALL) return TCACHE_NSLOTS_LARGE;
+  unsigned n = class_infos[c].nregs << opt_lg_tcache_nslots_mul;
+  if (n < opt_tcache_nslots_small_min) n = opt_tcache_nslots_small_min;
+  if (n > opt_tcache_nslots_small_max) n = opt_tcache_nslots_small_max;
+  return n;
+}
+
+static void thread_exit(void *arg);
+
+bool tcache_boot(void) {
+  lock_init(&registry_lock);
+  return pthread_key_create(&exit_key, thread_exit) == 0;
+}
+
+arena_t *thread_arena(void) {
+  if (likely(tls_arena != NULL)) return tls_arena;
+  arena_t *a = arena_choose_for_new_thread();
+  atomic_fetch_add(&a->nthreads, 1);
+  tls_arena = a;
+  return a;
+}
+
+static tcache_t *tcache_create(void) {
+  size_t slots = 0;
+  for (unsigned c = 0; c < NCACHED_MAX; c++) slots += bin_capacity(c) + 1; /* +1: stack[-1] */
+  size_t size = sizeof(tcache_t) + slots * sizeof(void *);
+  tcache_t *tc = base_alloc(size);
+  if (tc == NULL) return NULL;
+  tc->alloc_size = size;
+  void **slot = (void **)(tc + 1);
+  for (unsigned c = 0; c < NCACHED_MAX; c++) {
+    cache_bin_t *b = &tc->bins[c];
+    b->capacity = (uint16_t)bin_capacity(c);
+    b->fill = (uint16_t)(b->capacity > 1 ? b->capacity / 2 : b->capacity);
+    *slot++ = NULL; /* the sentinel below the stack: free's double-free test reads it */
+    b->stack = slot;
+    slot += b->capacity;
+  }
+  tc->arena = thread_arena();
+  lock_acquire(&registry_lock);
+  tc->next = registry;
+  if (registry) registry->prev = tc;
+  registry = tc;
+  lock_release(&registry_lock);
+  return tc;
+}
+
+tcache_t *tcache_get(void) {
+  if (tls_tcache != &tcache_empty) return tls_tcache;
+  if (tls_thread_state != THREAD_NEW || !opt_tcache) return NULL;
+  tls_thread_state = THREAD_CREATING; /* allocations from here on bypass the cache */
+  tcache_t *tc = tcache_create();
+  if (tc == NULL) {
+    tls_thread_state = THREAD_NEW;
+    return NULL;
+  }
+  /* Registers the exit hook; may itself allocate (glibc's key storage), which is fine:
+   * such calls see THREAD_CREATING and go straight to the arena. */
+  pthread_setspecific(exit_key, tc);
+  tls_tcache = tc;
+  tls_thread_state = THREAD_ACTIVE;
+  return tc;
+}
+
+void *tcache_alloc_refill(tcache_t *tc, unsigned c) {
+  cache_bin_t *b = &tc->bins[c];
+  if (c >= NSMALL) return arena_malloc_large(tc->arena, class_infos[c].size, PAGE, false);
+  /* Take a batch lowest address first and stack it so the lowest is popped first. */
+  void *batch[256];
+  unsigned want = b->fill < 256 ? b->fill : 256;
+  unsigned got = bin_fill(tc->arena, c, batch, want);
+  if (got == 0) return NULL;
+  for (unsigned i = 1; i < got; i++) b->stack[got - 1 - i] = batch[i];
+  b->count = (uint16_t)(got - 1);
+  return batch[0];
+}
+
+/* Returns the oldest n blocks of bin c (stack[0 .. n)) to their arenas: one lock
+ * acquisition per owning arena, however the blocks are mixed. */
+static void flush_oldest(tcache_t *tc, unsigned c, unsigned n) {
+  cache_bin_t *b = &tc->bins[c];
+  void **items = b->stack;
+  unsigned left = n;
+  if (c < NSMALL) {
+    while (left > 0) {
+      arena_t *a = pm_extent(pagemap_get((uintptr_t)items[0]))->arena;
+      bin_t *bin = &a->bins[c];
+      unsigned kept = 0;
+      lock_acquire(&bin->lock);
+      for (unsigned i = 0; i < left; i++) {
+        extent_t *slab = pm_extent(pagemap_get((uintptr_t)items[i]));
+        if (slab->arena == a) bin_free_locked(a, bin, slab, items[i]);
+        else items[kept++] = items[i]; /* another arena's: next round */
+      }
+      bin->nflushes++;
+      lock_release(&bin->lock);
+      left = kept;
+    }
+  } else {
+    for (unsigned i = 0; i < n; i++) {
+      extent_t *e = pm_extent(pagemap_get((uintptr_t)items[i]));
+      arena_free_large(e->arena, e);
+    }
+  }
+  memmove(b->stack, b->stack + n, (b->count - n) * sizeof(void *));
+  b->count = (uint16_t)(b->count - n);
+}
+
+void tcache_free_full(tcache_t *tc, unsigned c, void *p) {
+  cache_bin_t *b = &tc->bins[c];
+  flush_oldest(tc, c, b->count - b->count / 2);
+  b->stack[b->count++] = p;
+}
+
+void tcache_flush_all(tcache_t *tc) {
+  for (unsigned c = 0; c < NCACHED_MAX; c++)
+    if (tc->bins[c].count > 0) flush_oldest(tc, c, tc->bins[c].count);
+}
+
+static void thread_exit(void *arg) {
+  tcache_t *tc = arg;
+  tls_thread_state = THREAD_EXITED; /* from now on this thread bypasses the cache */
+  tls_tcache = &tcache_empty;
+  tcache_flush_all(tc);
+  lock_acquire(&registry_lock);
+  if (tc->prev) tc->prev->next = tc->next;
+  else registry = tc->next;
+  if (tc->next) tc->next->prev = tc->prev;
+  lock_release(&registry_lock);
+  if (tls_arena != NULL) atomic_fetch_sub(&tls_arena->nthreads, 1);
+  base_free(tc, tc->alloc_size);
+}
+
+void tcache_for_each(void (*f)(const tcache_t *, void *), void *arg) {
+  lock_acquire(&registry_lock);
+  for (tcache_t *tc = registry; tc != NULL; tc = tc->next) f(tc, arg);
+  lock_release(&registry_lock);
+}
+
+void tcache_fork_prepare(void) { lock_fork_prepare(&registry_lock); }
+void tcache_fork_parent(void) { lock_fork_release(&registry_lock); }
+void tcache_fork_child(void) {
+  lock_fork_release(&registry_lock);
+  /* Only the forking thread lives on in the child; the other threads' caches stay
+   * allocated (their blocks are lost to the child, as with every thread-caching
+   * allocator) but are dropped from the registry. */
+  tcache_t *mine = tls_tcache != &tcache_empty ? tls_tcache : NULL;
+  registry = mine;
+  if (mine) mine->next = mine->prev = NULL;
+  if (tls_arena != NULL) atomic_store(&tls_arena->nthreads, 1);
+}

@@ -1,0 +1,38 @@
+/*
+ * Thread caches. Each thread's tls_tcache starts pointing at tcache_empty, whose bins
+ * all have capacity 0: the fast paths need no "initialised?" test, the first malloc
+ * and free simply fall into the slow path, which creates the real cache.
+ */
+#ifndef TESSERA_TCACHE_H
+#define TESSERA_TCACHE_H
+
+#include "types.h"
+
+extern __thread tcache_t *tls_tcache __attribute__((tls_model("initial-exec")));
+extern tcache_t tcache_empty;
+
+/* Per-thread state, for the slow paths. */
+enum { THREAD_NEW = 0, THREAD_CREATING, THREAD_ACTIVE, THREAD_EXITED };
+extern __thread uint8_t tls_thread_state __attribute__((tls_model("initial-exec")));
+
+bool tcache_boot(void);
+/* The calling thread's cache, created if possible; NULL when the thread cannot have
+ * one (tcache disabled, the thread is exiting, or we are inside cache creation). */
+tcache_t *tcache_get(void);
+/* The arena the calling thread allocates from. */
+arena_t *thread_arena(void);
+
+/* Slow paths of the fast paths in malloc.c. */
+void *tcache_alloc_refill(tcache_t *tc, unsigned c);
+void tcache_free_full(tcache_t *tc, unsigned c, void *p);
+/* Returns every cached block of the calling thread to its arena. */
+void tcache_flush_all(tcache_t *tc);
+
+void tcache_fork_prepare(void);
+void tcache_fork_parent(void);
+void tcache_fork_child(void);
+
+/* Calls f for each live thread cache, with the registry locked. */
+void tcache_for_each(void (*f)(const tcache_t *, void *), void *arg);
+
+#endif

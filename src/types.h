@@ -1,0 +1,166 @@
+/*
+ * tessera's internal types.
+ *
+ * Glossary
+ *   page     4 KiB, the unit of the page map and of every extent.
+ *   class    a size class: four per doubling (16, 32, 48, 64, 80, 96, 112, 128, 160, ...).
+ *            Classes up to SMALL_MAX (14 KiB) are "small" and live in slabs; bigger
+ *            requests are "large" and get a whole extent.
+ *   extent   a run of whole pages with one metadata record (extent_t): a slab, a large
+ *            block, or a free run. Extents never overlap; neighbours are found through
+ *            the page map, so split and coalesce are O(1).
+ *   slab     an extent cut into regions of one small class; a bitmap records the free
+ *            regions. Its metadata (and bitmap) lives outside the slab, in base memory.
+ *   region   one block handed to the program from a slab.
+ *   bin      an arena's per-class state: the slab in use, the non-full slabs (lowest
+ *            address first), counters.
+ *   arena    independent allocator state: bins and free extents, behind their own locks.
+ *   tcache   a thread's cache of free blocks, one cache_bin per cached class; the hot
+ *            paths touch only this.
+ *   base     the internal allocator for metadata (extent_t, tcaches, arenas).
+ *   page map radix tree from page number to a pagemap entry (see pagemap.h).
+ *
+ * Layer order (each layer uses only the ones above it):
+ *   os -> lock -> size_class, bitmap, pairing heap -> pagemap, base -> extent -> bin
+ *   -> arena -> tcache -> malloc.c (the API front end), cxx.c, stats.c, fork.c
+ *
+ * Lock order (a thread holding a lock only ever takes locks further down the list):
+ *   arenas_lock (arena creation) -> bin locks -> arena extent lock -> base lock.
+ */
+#ifndef TESSERA_TYPES_H
+#define TESSERA_TYPES_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LG_PAGE 12
+#define PAGE ((size_t)1 << LG_PAGE)
+#define PAGE_MASK (PAGE - 1)
+#define QUANTUM 16 /* every block is aligned to at least this */
+
+#define SMALL_MAX 14336   /* 3.5 pages: the largest class kept in slabs */
+#define NSMALL 35         /* classes 16 .. 14336 */
+#define NCACHED_MAX 40    /* classes up to 32 KiB may have a thread-cache bin */
+#define TCACHE_MAX_LIMIT ((size_t)32 << 10)
+#define LOOKUP_MAX TCACHE_MAX_LIMIT /* size -> class by table up to here */
+
+#define SLAB_MAX_PAGES 16        /* a slab is at most 64 KiB */
+#define SLAB_MAX_REGIONS 1024    /* so a slab's bitmap is at most 16 words */
+#define BITMAP_MAX_WORDS (SLAB_MAX_REGIONS / 64)
+
+#define MAX_ARENAS 256
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+#define INTERNAL __attribute__((visibility("hidden")))
+#define NOINLINE __attribute__((noinline))
+
+/* ---- lock.h ---- */
+typedef struct lock {
+  _Atomic uint32_t state; /* 0 free, 1 held, 2 held and someone may sleep on it */
+  uintptr_t owner;        /* thread_marker() of the holder, 0 when free */
+  bool fork_skipped;      /* fork found it held by the forking thread itself */
+  /* Counters, written only by the holder, read (racily) by stats. */
+  uint64_t n_acquired;
+  uint64_t n_contended;
+  uint64_t wait_ns_total;
+  uint64_t wait_ns_max;
+} lock_t;
+
+/* ---- extent.h ---- */
+typedef enum extent_state {
+  EXTENT_SLAB = 1,  /* active: a slab of one small class */
+  EXTENT_LARGE,     /* active: one large block */
+  EXTENT_DIRTY,     /* free, pages still resident (touched before) */
+  EXTENT_RETAINED,  /* free, pages released to the OS (or never touched): reads as zero */
+} extent_state_t;
+
+struct arena;
+
+typedef struct extent {
+  uintptr_t addr;     /* first byte, page aligned */
+  size_t npages;      /* size in pages, >= 1 */
+  struct arena *arena;
+  uint8_t state;      /* extent_state_t */
+  uint8_t bin;        /* slab: its class */
+  uint8_t has_bitmap; /* the record has room for a full slab bitmap */
+  /* pairing-heap links (free-extent sets and a bin's non-full slabs; never both) */
+  struct extent *heap_child;
+  struct extent *heap_next;
+  struct extent *heap_prev; /* parent when first child, else previous sibling */
+  /* slab only */
+  uint32_t nfree;     /* free regions */
+  uint32_t nregs;     /* regions in the slab */
+  uint32_t first_word; /* hint: no free region in bitmap words below this */
+  uint64_t bitmap[];  /* bit set = region free; nregs bits, slab extents only */
+} extent_t;
+
+typedef struct extent_heap {
+  extent_t *root; /* min by address */
+} extent_heap_t;
+
+#define NPAGE_BUCKETS 160 /* page-count size buckets: four per doubling */
+typedef struct extent_set {
+  extent_heap_t buckets[NPAGE_BUCKETS];
+  uint64_t nonempty[(NPAGE_BUCKETS + 63) / 64];
+  size_t npages; /* total pages in the set */
+} extent_set_t;
+
+/* ---- bin.h ---- */
+typedef struct bin {
+  lock_t lock;
+  extent_t *current;      /* slab regions are taken from; may be NULL */
+  extent_heap_t nonfull;  /* other slabs with free regions, lowest address first */
+  extent_t *spare;        /* one empty slab kept to avoid slab churn; may be NULL */
+  /* counters (under lock) */
+  uint64_t nmalloc;   /* regions handed out */
+  uint64_t ndalloc;   /* regions returned */
+  uint64_t nfills;    /* tcache fills served */
+  uint64_t nflushes;  /* tcache flushes received */
+  uint64_t nslabs;    /* slabs created */
+  size_t curregs;     /* regions currently handed out */
+  size_t curslabs;    /* slabs currently owned */
+} bin_t;
+
+/* ---- arena.h ---- */
+typedef struct arena {
+  unsigned index;
+  _Atomic unsigned nthreads; /* threads bound to it */
+  lock_t extent_lock;        /* guards the extent sets and the large counters */
+  extent_set_t dirty;
+  extent_set_t retained;
+  size_t grow_pages;         /* size of the next mapping from the OS */
+  /* counters (under extent_lock) */
+  size_t mapped_pages;
+  size_t active_pages;       /* pages in slabs and large blocks */
+  size_t large_allocated;    /* usable bytes of live large blocks */
+  uint64_t nmalloc_large;
+  uint64_t ndalloc_large;
+  uint64_t npurge;           /* purge passes */
+  uint64_t nmadvise;         /* madvise calls */
+  uint64_t purged_pages;
+  extent_t *spare_records[2]; /* unused extent records, without/with a bitmap */
+  bin_t bins[NSMALL];
+} arena_t;
+
+/* ---- tcache.h ---- */
+typedef struct cache_bin {
+  void **stack;       /* stack[0 .. count): cached blocks, top = most recent; stack[-1] == NULL */
+  uint16_t count;
+  uint16_t capacity;  /* 0 means "not cached": every call takes the slow path */
+  uint16_t low_water; /* lowest count since the last GC pass (for incremental GC) */
+  uint16_t fill;      /* blocks to take per fill */
+} cache_bin_t;
+
+typedef struct tcache {
+  cache_bin_t bins[NCACHED_MAX];
+  arena_t *arena;
+  struct tcache *next, *prev; /* registry of live tcaches (for stats and fork) */
+  uint64_t events;            /* slow-path events, drives the incremental GC */
+  unsigned gc_bin;            /* next bin the GC looks at */
+  size_t alloc_size;          /* bytes of base memory behind this tcache */
+} tcache_t;
+
+#endif /* TESSERA_TYPES_H */
