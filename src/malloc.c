@@ -62,7 +62,7 @@ static inline bool malloc_init(void) {
 /* ---- slow paths ---- */
 
 static void *alloc_cached_class(tcache_t *tc, unsigned c) {
-  if (tc != NULL && tc->bins[c].capacity > 0) return tcache_alloc_refill(tc, c);
+  if (tc != NULL && tcache_bin(tc, c)->capacity > 0) return tcache_alloc_refill(tc, c);
   arena_t *a = tc != NULL ? tc->arena : thread_arena();
   if (c >= NSMALL) return arena_malloc_large(a, class_infos[c].size, PAGE, false);
   void *p;
@@ -105,8 +105,7 @@ static extent_t *lookup_block(const void *p, const char *func, unsigned *class_o
   }
   if (code - 1 < NCACHED_MAX) {
     unsigned c = code - 1;
-    uint32_t off = (uint32_t)(a & PAGE_MASK) | ((uint32_t)pm_page_index(e) << LG_PAGE);
-    if (!class_offset_is_region_start(c, off)) fatal_pointer(func, "invalid pointer", p);
+    if (!class_offset_is_region_start(c, pm_offset(e, a))) fatal_pointer(func, "invalid pointer", p);
     *class_out = c;
     return ext;
   }
@@ -126,8 +125,8 @@ NOINLINE static void free_slow(void *p) {
     tcache_t *created = tcache_get();
     if (created != NULL) tc = created;
   }
-  if (c < NCACHED_MAX && tc->bins[c].capacity > 0) {
-    cache_bin_t *b = &tc->bins[c];
+  if (c < NCACHED_MAX && tcache_bin(tc, c)->capacity > 0) {
+    cache_bin_t *b = tcache_bin(tc, c);
     if (b->count > 0 && b->stack[b->count - 1] == p) fatal_pointer("free()", "double free", p);
     tcache_free_full(tc, c, p); /* the fast path saw the bin full */
     return;
@@ -141,7 +140,7 @@ NOINLINE static void free_slow(void *p) {
 EXPORT void *malloc(size_t size) {
   tcache_t *tc = tls_tcache;
   if (likely(size <= LOOKUP_MAX)) {
-    cache_bin_t *b = &tc->bins[class_of_lookup[(size + 15) >> 4]];
+    cache_bin_t *b = tcache_bin(tc, class_of_lookup[(size + 15) >> 4]);
     uint16_t n = b->count;
     if (likely(n != 0)) {
       b->count = (uint16_t)(n - 1);
@@ -154,14 +153,14 @@ EXPORT void *malloc(size_t size) {
 EXPORT void free(void *p) {
   uintptr_t a = (uintptr_t)p;
   pm_entry_t e = pagemap_get(a);
-  unsigned c = pm_code(e) - 1; /* no block (code 0) wraps around to a huge index */
-  if (likely(c < NCACHED_MAX)) {
-    uint32_t off = (uint32_t)(a & PAGE_MASK) | ((uint32_t)pm_page_index(e) << LG_PAGE);
-    cache_bin_t *b = &tls_tcache->bins[c];
+  unsigned code = pm_code(e); /* 0 when no block starts here: bins[0] never caches */
+  if (likely(code <= NCACHED_MAX)) {
+    cache_bin_t *b = &tls_tcache->bins[code];
     uint16_t n = b->count;
     /* p must start a region, the bin must have room, and p must not be the block we
      * were just given back (stack[-1] is a NULL sentinel when the bin is empty). */
-    if (likely(class_offset_is_region_start(c, off) && n < b->capacity && b->stack[n - 1] != p)) {
+    if (likely(magic_divides(b->region_magic, pm_offset(e, a)) && n < b->capacity &&
+               b->stack[n - 1] != p)) {
       b->stack[n] = p;
       b->count = (uint16_t)(n + 1);
       return;

@@ -2,10 +2,11 @@
  * The page map: a two-level radix tree from page number to a 64-bit entry.
  *
  *   bits  0..47  extent_t * (user-space pointers fit in 47 bits)
- *   bits 48..55  code: 0 = no block starts on this page; 1..NCACHED_MAX = cached class+1
+ *   bits 48..55  page index within the extent, saturated at 255
+ *   bits 56..63  code: 0 = no block starts on this page; 1..NCACHED_MAX = cached class+1
  *                (a slab page, or the first/last page of a large block of a cached
- *                class); CODE_LARGE = another large block
- *   bits 56..63  page index within the extent, saturated at 255
+ *                class); CODE_LARGE = another large block. In the top byte so that
+ *                free extracts it with one shift.
  *
  * Which pages are mapped: every page of a slab; the first and last page of a large
  * block; the first and last page of a free extent (code 0, for coalescing). All other
@@ -40,12 +41,16 @@ static inline pm_entry_t pagemap_get(uintptr_t addr) {
 }
 
 static inline extent_t *pm_extent(pm_entry_t e) { return (extent_t *)(uintptr_t)(e & PM_EXTENT_MASK); }
-static inline unsigned pm_code(pm_entry_t e) { return (unsigned)(e >> 48) & 0xFF; }
-static inline unsigned pm_page_index(pm_entry_t e) { return (unsigned)(e >> 56); }
+static inline unsigned pm_code(pm_entry_t e) { return (unsigned)(e >> 56); }
+static inline unsigned pm_page_index(pm_entry_t e) { return (unsigned)(e >> 48) & 0xFF; }
+/* The offset of addr from the start of its extent (exact below 256 pages). */
+static inline uint32_t pm_offset(pm_entry_t e, uintptr_t addr) {
+  return (uint32_t)(addr & PAGE_MASK) | ((uint32_t)(e >> (48 - LG_PAGE)) & (0xFFu << LG_PAGE));
+}
 
 static inline pm_entry_t pm_make(const extent_t *ext, unsigned code, size_t page_index) {
   if (page_index > 255) page_index = 255;
-  return (uint64_t)(uintptr_t)ext | ((uint64_t)code << 48) | ((uint64_t)page_index << 56);
+  return (uint64_t)(uintptr_t)ext | ((uint64_t)page_index << 48) | ((uint64_t)code << 56);
 }
 
 /* Sets the entry of the page holding addr; creates the leaf if needed. Returns false

@@ -40,13 +40,6 @@ static void choose_slab(class_info_t *ci) {
   ci->nregs = (uint32_t)(best_pages * PAGE / size);
 }
 
-/* Multiplicative inverse of an odd number modulo 2^32 (Newton's iteration). */
-static uint32_t inverse_mod_2_32(uint32_t odd) {
-  uint32_t x = odd; /* correct to 3 bits */
-  for (int i = 0; i < 5; i++) x *= 2 - odd * x;
-  return x;
-}
-
 void size_class_init(void) {
   for (unsigned c = 0; c < NCACHED_MAX; c++) {
     class_info_t *ci = &class_infos[c];
@@ -57,12 +50,7 @@ void size_class_init(void) {
       ci->slab_pages = (uint32_t)(ci->size / PAGE);
       ci->nregs = 1;
     }
-    uint32_t shift = (uint32_t)__builtin_ctz(ci->size);
-    uint32_t odd = ci->size >> shift;
-    ci->shift = shift;
-    ci->inverse = inverse_mod_2_32(odd);
-    ci->limit = UINT32_MAX / ci->size;
-    if (c >= NSMALL) ci->limit = 0; /* a large cached block: only offset 0 is valid */
+    ci->magic = c < NSMALL ? UINT64_MAX / ci->size + 1 : 1;
   }
   for (size_t i = 0; i <= (LOOKUP_MAX >> 4); i++) {
     size_t size = i << 4;

@@ -15,11 +15,11 @@ typedef struct class_info {
   uint32_t size;        /* region size */
   uint32_t slab_pages;  /* small: pages per slab */
   uint32_t nregs;       /* small: regions per slab */
-  /* Divisibility test: offset % size == 0  <=>  rotr32(offset * inverse, shift) <= limit
-   * (Granlund-Montgomery), used to check that a freed pointer starts a region. */
-  uint32_t inverse;
-  uint32_t limit;
-  uint32_t shift;
+  /* Divisibility test for offsets below 2^32 (Lemire, "Faster remainder by direct
+   * computation", 2019): offset % size == 0  <=>  offset * magic < magic (mod 2^64),
+   * with magic = 2^64 / size rounded up. free uses it to check that a pointer starts
+   * a region. For large cached classes magic = 1: only offset 0 passes. */
+  uint64_t magic;
 } class_info_t;
 
 extern class_info_t class_infos[NCACHED_MAX];
@@ -38,11 +38,11 @@ static inline unsigned size_to_class(size_t size) {
 }
 
 /* True when offset (from the start of a slab or cached large block) starts a region. */
+static inline bool magic_divides(uint64_t magic, uint32_t offset) {
+  return (uint64_t)offset * magic < magic;
+}
 static inline bool class_offset_is_region_start(unsigned c, uint32_t offset) {
-  const class_info_t *ci = &class_infos[c];
-  uint32_t x = offset * ci->inverse;
-  x = (x >> ci->shift) | (x << ((32 - ci->shift) & 31));
-  return x <= ci->limit;
+  return magic_divides(class_infos[c].magic, offset);
 }
 
 /* Region index of an offset known to start a region. */

@@ -149,7 +149,7 @@ typedef struct tcache_totals { unsigned nthreads; size_t cached_bytes; } tcache_
 static void add_tcache(const tcache_t *tc, void *arg) {
   tcache_totals_t *t = arg;
   t->nthreads++;
-  for (unsigned c = 0; c < NCACHED_MAX; c++) t->cached_bytes += (size_t)tc->bins[c].count * class_infos[c].size;
+  for (unsigned c = 0; c < NCACHED_MAX; c++) t->cached_bytes += (size_t)tc->bins[c + 1].count * class_infos[c].size;
 }
 
 static double ms(uint64_t ns) { return (double)ns / 1e6; }

@@ -57,8 +57,9 @@ static tcache_t *tcache_create(void) {
   tc->alloc_size = size;
   void **slot = (void **)(tc + 1);
   for (unsigned c = 0; c < NCACHED_MAX; c++) {
-    cache_bin_t *b = &tc->bins[c];
+    cache_bin_t *b = tcache_bin(tc, c);
     b->capacity = (uint16_t)bin_capacity(c);
+    b->region_magic = b->capacity > 0 ? class_infos[c].magic : 0;
     b->fill = (uint16_t)(b->capacity > 1 ? b->capacity / 2 : b->capacity);
     *slot++ = NULL; /* the sentinel below the stack: free's double-free test reads it */
     b->stack = slot;
@@ -91,7 +92,7 @@ tcache_t *tcache_get(void) {
 }
 
 void *tcache_alloc_refill(tcache_t *tc, unsigned c) {
-  cache_bin_t *b = &tc->bins[c];
+  cache_bin_t *b = tcache_bin(tc, c);
   if (c >= NSMALL) return arena_malloc_large(tc->arena, class_infos[c].size, PAGE, false);
   /* Take a batch lowest address first and stack it so the lowest is popped first. */
   void *batch[256];
@@ -106,7 +107,7 @@ void *tcache_alloc_refill(tcache_t *tc, unsigned c) {
 /* Returns the oldest n blocks of bin c (stack[0 .. n)) to their arenas: one lock
  * acquisition per owning arena, however the blocks are mixed. */
 static void flush_oldest(tcache_t *tc, unsigned c, unsigned n) {
-  cache_bin_t *b = &tc->bins[c];
+  cache_bin_t *b = tcache_bin(tc, c);
   void **items = b->stack;
   unsigned left = n;
   if (c < NSMALL) {
@@ -135,14 +136,14 @@ static void flush_oldest(tcache_t *tc, unsigned c, unsigned n) {
 }
 
 void tcache_free_full(tcache_t *tc, unsigned c, void *p) {
-  cache_bin_t *b = &tc->bins[c];
+  cache_bin_t *b = tcache_bin(tc, c);
   flush_oldest(tc, c, b->count - b->count / 2);
   b->stack[b->count++] = p;
 }
 
 void tcache_flush_all(tcache_t *tc) {
   for (unsigned c = 0; c < NCACHED_MAX; c++)
-    if (tc->bins[c].count > 0) flush_oldest(tc, c, tc->bins[c].count);
+    if (tcache_bin(tc, c)->count > 0) flush_oldest(tc, c, tcache_bin(tc, c)->count);
 }
 
 static void thread_exit(void *arg) {

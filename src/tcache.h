@@ -15,6 +15,9 @@ extern tcache_t tcache_empty;
 enum { THREAD_NEW = 0, THREAD_CREATING, THREAD_ACTIVE, THREAD_EXITED };
 extern __thread uint8_t tls_thread_state __attribute__((tls_model("initial-exec")));
 
+/* The bin of class c (bins are indexed by page-map code, c + 1). */
+static inline cache_bin_t *tcache_bin(tcache_t *tc, unsigned c) { return &tc->bins[c + 1]; }
+
 bool tcache_boot(void);
 /* The calling thread's cache, created if possible; NULL when the thread cannot have
  * one (tcache disabled, the thread is exiting, or we are inside cache creation). */

@@ -152,10 +152,16 @@ typedef struct cache_bin {
   uint16_t capacity;  /* 0 means "not cached": every call takes the slow path */
   uint16_t low_water; /* lowest count since the last GC pass (for incremental GC) */
   uint16_t fill;      /* blocks to take per fill */
+  /* The class's divisibility magic (class_info_t.magic), here so that free's check that
+   * a pointer starts a region reads the cache line it touches anyway. 0 = no caching. */
+  uint64_t region_magic;
+  uint64_t pad;
 } cache_bin_t;
 
 typedef struct tcache {
-  cache_bin_t bins[NCACHED_MAX];
+  /* Indexed by page-map code (class + 1): bins[0] is a dummy that never caches, so free
+   * needs no "is this a cached class" test beyond one bounds check. Use tcache_bin(). */
+  cache_bin_t bins[NCACHED_MAX + 1];
   arena_t *arena;
   struct tcache *next, *prev; /* registry of live tcaches (for stats and fork) */
   uint64_t events;            /* slow-path events, drives the incremental GC */
