@@ -10,6 +10,7 @@
  *   fastpath mode=pair|batch n=N        exactly N malloc/free pairs, sizes cycling 16..256
  *   fastpath mode=pair|batch n=N base=1 the same loop with malloc/free replaced by a
  *                                       static buffer: the bookkeeping to subtract
+ *   fastpath mode=pair|batch n=N size=S every block of S bytes: one size class
  * bench/run counts instructions of mode=pair|batch at two N with callgrind, subtracts the
  * base loop, and divides by the difference in N: instructions per malloc+free pair.
  */
@@ -19,7 +20,7 @@
 
 /* Sizes 16, 32, ..., 256 visited in a scrambled but fixed order so that consecutive
  * calls hit different size classes, like a real program, not one hot bin. */
-static const size_t cycle_sizes[16] = {16,  144, 48, 208, 80,  240, 32, 176,
+static size_t cycle_sizes[16] = {16,  144, 48, 208, 80,  240, 32, 176,
                                        112, 64,  192, 128, 256, 96,  224, 160};
 
 static char fake_heap[512]; /* stands in for malloc in the baseline loop */
@@ -73,6 +74,9 @@ int main(int argc, char **argv) {
   const char *mode = arg_str(argc, argv, "mode", "time");
   long long n = arg_long(argc, argv, "n", 20000000);
   int base = (int)arg_long(argc, argv, "base", 0);
+  long long fixed = arg_long(argc, argv, "size", 0);
+  if (fixed > 0) /* one size class: the same loop, every entry of the cycle the same */
+    for (int i = 0; i < 16; i++) cycle_sizes[i] = (size_t)fixed;
 
   if (strcmp(mode, "pair") == 0 || strcmp(mode, "batch") == 0) {
     /* Rounded to whole batches so both patterns do exactly n pairs. */
