@@ -1,0 +1,204 @@
+/*
+ * misuse.<case>: one misuse per child process. The child commits exactly one misuse (an
+ * invalid free/realloc/malloc_usable_size, or a double free); the parent asserts that the
+ * child died by SIGABRT and that its stderr is exactly one line that begins with the
+ * expected "tessera: <function>(): <problem> 0x" prefix and names the pointer that was
+ * passed.
+ *
+ * usage: misuse <case>      (misuse --list prints the cases)
+ */
+#include "tt.h"
+
+#include <inttypes.h>
+#include <malloc.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+
+/* The compiler must not see where these pointers come from (no -Wfree-nonheap-object, no
+ * folding of the misuse away). */
+static void *launder(void *p) {
+  void *volatile v = p;
+  return v;
+}
+
+static char static_buffer[256];
+
+typedef struct misuse_case {
+  const char *name;
+  const char *expected_prefix;
+  /* Returns the pointer it is about to misuse (reported to the parent), then misuses it
+   * through do_misuse. */
+  void *(*prepare)(void);
+  void (*do_misuse)(void *p);
+} misuse_case;
+
+static void *stack_pointer(void) {
+  /* An address inside the stack (this frame is gone when it is misused, but the stack
+   * page stays mapped: what matters is that tessera never handed it out). */
+  static char *volatile where;
+  char local[64];
+  where = local;
+  return launder(where + 16);
+}
+static void *middle_of_small(void) {
+  char *p = malloc(64);
+  return launder(p + 16);
+}
+static void *middle_of_large(void) {
+  char *p = malloc((size_t)1 << 20);
+  memset(p, 1, (size_t)1 << 20);
+  return launder(p + 4096);
+}
+static void *mmap_region(void) {
+  void *p = mmap(NULL, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  TT_CHECK(p != MAP_FAILED);
+  return launder(p);
+}
+static void *static_data(void) { return launder(static_buffer + 32); }
+static void *freed_small(void) {
+  void *p = malloc(32);
+  memset(p, 1, 32);
+  void *copy = launder(p); /* the copy is the one reused after free */
+  free(p);
+  return copy;
+}
+static void *freed_large(void) {
+  void *p = malloc((size_t)1 << 20);
+  memset(p, 1, 4096);
+  void *copy = launder(p);
+  free(p);
+  return copy;
+}
+static void *freed_medium(void) {
+  void *p = malloc(100000);
+  void *copy = launder(p);
+  free(p);
+  return copy;
+}
+
+static void misuse_free(void *p) { free(p); }
+static void misuse_realloc(void *p) {
+  void *q = realloc(p, 100);
+  launder(q);
+}
+static void misuse_usable_size(void *p) {
+  volatile size_t n = malloc_usable_size(p);
+  (void)n;
+}
+
+#define FREE_INVALID "tessera: free(): invalid pointer 0x"
+#define REALLOC_INVALID "tessera: realloc(): invalid pointer 0x"
+#define USABLE_INVALID "tessera: malloc_usable_size(): invalid pointer 0x"
+#define DOUBLE_FREE "tessera: free(): double free 0x"
+
+static const misuse_case cases[] = {
+    {"free_stack", FREE_INVALID, stack_pointer, misuse_free},
+    {"free_middle_small", FREE_INVALID, middle_of_small, misuse_free},
+    {"free_middle_large", FREE_INVALID, middle_of_large, misuse_free},
+    {"free_mmap", FREE_INVALID, mmap_region, misuse_free},
+    {"free_static", FREE_INVALID, static_data, misuse_free},
+    {"double_free_small", DOUBLE_FREE, freed_small, misuse_free},
+    {"double_free_medium", DOUBLE_FREE, freed_medium, misuse_free},
+    {"double_free_large", DOUBLE_FREE, freed_large, misuse_free},
+    {"realloc_stack", REALLOC_INVALID, stack_pointer, misuse_realloc},
+    {"realloc_middle_small", REALLOC_INVALID, middle_of_small, misuse_realloc},
+    {"realloc_mmap", REALLOC_INVALID, mmap_region, misuse_realloc},
+    {"usable_size_stack", USABLE_INVALID, stack_pointer, misuse_usable_size},
+    {"usable_size_middle_small", USABLE_INVALID, middle_of_small, misuse_usable_size},
+    {"usable_size_middle_large", USABLE_INVALID, middle_of_large, misuse_usable_size},
+};
+enum { NCASES = sizeof cases / sizeof cases[0] };
+
+/* Reads everything from fd into buf (NUL-terminated); returns the length. */
+static size_t read_all(int fd, char *buf, size_t cap) {
+  size_t len = 0;
+  for (;;) {
+    ssize_t r = read(fd, buf + len, cap - 1 - len);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    len += (size_t)r;
+    if (len == cap - 1) break;
+  }
+  buf[len] = '\0';
+  return len;
+}
+
+static int run_case(const misuse_case *c) {
+  int err_pipe[2], ptr_pipe[2];
+  TT_CHECK(pipe(err_pipe) == 0 && pipe(ptr_pipe) == 0);
+  fflush(NULL);
+  pid_t pid = fork();
+  TT_CHECK(pid >= 0);
+  if (pid == 0) {
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core); /* the expected abort must not leave core files */
+    alarm(20);
+    close(err_pipe[0]);
+    close(ptr_pipe[0]);
+    dup2(err_pipe[1], 2);
+    close(err_pipe[1]);
+    void *p = c->prepare();
+    uint64_t value = (uint64_t)(uintptr_t)p;
+    if (write(ptr_pipe[1], &value, sizeof value) != (ssize_t)sizeof value) _exit(2);
+    close(ptr_pipe[1]);
+    c->do_misuse(p);
+    _exit(0); /* reached only if the misuse went unnoticed */
+  }
+  close(err_pipe[1]);
+  close(ptr_pipe[1]);
+  uint64_t misused = 0;
+  TT_CHECK(read(ptr_pipe[0], &misused, sizeof misused) == (ssize_t)sizeof misused);
+  close(ptr_pipe[0]);
+  static char err[8192];
+  size_t len = read_all(err_pipe[0], err, sizeof err);
+  close(err_pipe[0]);
+  int status;
+  TT_CHECK(waitpid(pid, &status, 0) == pid);
+
+  int failures = 0;
+  if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGABRT) {
+    if (WIFSIGNALED(status))
+      fprintf(stderr, "FAIL %s: child died by signal %d (%s), want SIGABRT\n", c->name,
+              WTERMSIG(status), strsignal(WTERMSIG(status)));
+    else
+      fprintf(stderr, "FAIL %s: child exited with status %d, want death by SIGABRT\n", c->name,
+              WEXITSTATUS(status));
+    failures++;
+  }
+  /* Exactly one line, starting with the prefix. */
+  const char *newline = memchr(err, '\n', len);
+  if (len == 0 || newline == NULL || (size_t)(newline - err) + 1 != len) {
+    fprintf(stderr, "FAIL %s: want exactly one line on stderr, got %zu bytes:\n%s\n", c->name,
+            len, err);
+    failures++;
+  }
+  size_t prefix_len = strlen(c->expected_prefix);
+  if (strncmp(err, c->expected_prefix, prefix_len) != 0) {
+    fprintf(stderr, "FAIL %s: stderr does not start with \"%s\":\n%s\n", c->name,
+            c->expected_prefix, err);
+    failures++;
+  } else {
+    /* The message names the pointer that was passed (hex, any zero padding). */
+    uint64_t named = strtoull(err + prefix_len, NULL, 16);
+    if (named != misused) {
+      fprintf(stderr, "FAIL %s: message names 0x%" PRIx64 ", the pointer passed was 0x%" PRIx64
+                      "\n",
+              c->name, named, misused);
+      failures++;
+    }
+  }
+  if (failures == 0) printf("misuse.%s: ok: SIGABRT with \"%.*s\"\n", c->name, (int)(len - 1), err);
+  return failures;
+}
+
+int main(int argc, char **argv) {
+  TT_CHECKF(argc == 2, "usage: misuse <case>|--list");
+  if (strcmp(argv[1], "--list") == 0) {
+    for (int i = 0; i < NCASES; i++) printf("%s\n", cases[i].name);
+    return 0;
+  }
+  tt_require_tessera();
+  for (int i = 0; i < NCASES; i++)
+    if (strcmp(argv[1], cases[i].name) == 0) return run_case(&cases[i]) == 0 ? 0 : 1;
+  TT_FAIL("unknown case %s", argv[1]);
+}
