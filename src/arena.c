@@ -22,7 +22,7 @@ static _Atomic unsigned next_arena_rr;
  */
 #define DIRTY_MIN_KEEP_PAGES ((size_t)4096)
 
-static void arena_init(arena_t *a, unsigned index) {
+void arena_init(arena_t *a, unsigned index) {
   memset(a, 0, sizeof(*a));
   a->index = index;
   lock_init(&a->extent_lock);

@@ -14,6 +14,8 @@ extern _Atomic unsigned narenas_created;
 extern unsigned narenas_limit;
 
 bool arenas_init(unsigned narenas);
+/* Sets up a zeroed arena record (exposed for the unit tests' private arenas). */
+void arena_init(arena_t *a, unsigned index);
 /* Arena i, created if needed; NULL if i is out of range or memory is short. */
 arena_t *arena_get(unsigned i);
 /* The arena a new thread should use. */

@@ -173,6 +173,9 @@ static void insert_remainder(arena_t *a, extent_t *e, unsigned state) {
 
 static bool grow(arena_t *a, size_t min_pages) {
   if (a->grow_pages < GROW_MIN_PAGES) a->grow_pages = GROW_MIN_PAGES;
+  /* Round up to a bucket size: set_find only looks in buckets whose every extent fits,
+   * so a mapping of exactly min_pages could sit in a bucket below the one searched. */
+  min_pages = extent_bucket_size(extent_bucket_ceil(min_pages));
   size_t pages = min_pages > a->grow_pages ? min_pages : a->grow_pages;
   if (pages > SIZE_MAX / PAGE) return false;
   void *p = os_map(pages * PAGE);

@@ -1,0 +1,156 @@
+/*
+ * Extents as a property test: random allocations (large and slab, with alignments),
+ * frees, in-place growth and shrinking, and purges on a private arena, with every
+ * invariant checked after every step:
+ *   - an active extent's page-map entries (first and last page; every page of a slab)
+ *     point at it with its code and page index;
+ *   - every free extent sits in the set of its state, in the right bucket, with its
+ *     first and last page mapped to it with code 0;
+ *   - no free extent has a free neighbour of the same state (coalescing is complete);
+ *   - extents never overlap, and active + dirty + retained pages == mapped pages;
+ *   - data written into an active extent is intact when it is freed or resized, and
+ *     retained memory reads as zero.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+#include "base.h"
+#include "extent.h"
+#include "pagemap.h"
+#include "unit.h"
+
+#define MAX_ACTIVE 256
+#define MAX_ALL 4096
+
+static arena_t *arena;
+static extent_t *active[MAX_ACTIVE];
+static unsigned nactive;
+static extent_t *all[MAX_ALL];
+static unsigned nall;
+static size_t walked_pages[2];
+
+static uint64_t pattern(const extent_t *e, size_t page) { return (e->addr >> LG_PAGE) * 2654435761u + page; }
+
+static void fill(const extent_t *e) {
+  for (size_t i = 0; i < e->npages; i++) *(uint64_t *)(e->addr + i * PAGE) = pattern(e, i);
+}
+
+static void verify(const extent_t *e, size_t npages) {
+  for (size_t i = 0; i < npages; i++)
+    CHECK(*(uint64_t *)(e->addr + i * PAGE) == pattern(e, i), "data of page %zu of %#lx", i, (unsigned long)e->addr);
+}
+
+static void walk_heap(const extent_t *e, unsigned state, unsigned bucket) {
+  for (; e != NULL; e = e->heap_next) {
+    CHECK(e->state == state, "free extent in the set of its state");
+    CHECK(extent_bucket_floor(e->npages) == bucket, "bucket of %zu pages", e->npages);
+    CHECK(pagemap_get(e->addr) == pm_make(e, 0, 0), "free extent first page mapped");
+    if (e->npages > 1) CHECK(pagemap_get(e->addr + (e->npages - 1) * PAGE) == pm_make(e, 0, e->npages - 1), "last page");
+    pm_entry_t before = pagemap_get(e->addr - PAGE), after = pagemap_get(e->addr + e->npages * PAGE);
+    CHECK(!(pm_code(before) == 0 && pm_extent(before) && pm_extent(before)->state == state), "left neighbour not coalesced");
+    CHECK(!(pm_code(after) == 0 && pm_extent(after) && pm_extent(after)->state == state), "right neighbour not coalesced");
+    CHECK(nall < MAX_ALL, "too many extents");
+    all[nall++] = (extent_t *)e;
+    walked_pages[state == EXTENT_DIRTY ? 0 : 1] += e->npages;
+    walk_heap(e->heap_child, state, bucket);
+  }
+}
+
+static int by_addr(const void *x, const void *y) {
+  uintptr_t a = (*(extent_t *const *)x)->addr, b = (*(extent_t *const *)y)->addr;
+  return a < b ? -1 : a > b;
+}
+
+static void check_invariants(void) {
+  nall = 0;
+  walked_pages[0] = walked_pages[1] = 0;
+  size_t active_pages = 0;
+  for (unsigned i = 0; i < nactive; i++) {
+    extent_t *e = active[i];
+    unsigned code = e->state == EXTENT_SLAB ? 5 : CODE_LARGE;
+    if (e->state == EXTENT_SLAB) {
+      for (size_t p = 0; p < e->npages; p++) CHECK(pagemap_get(e->addr + p * PAGE) == pm_make(e, code, p), "slab page");
+    } else {
+      CHECK(pagemap_get(e->addr) == pm_make(e, code, 0), "large first page");
+      CHECK(pagemap_get(e->addr + (e->npages - 1) * PAGE) == pm_make(e, code, e->npages - 1), "large last page");
+      for (size_t p = 1; p + 1 < e->npages && p < 4; p++) CHECK(pagemap_get(e->addr + p * PAGE) == 0, "interior page");
+    }
+    active_pages += e->npages;
+    all[nall++] = e;
+  }
+  CHECK(active_pages == arena->active_pages, "active pages %zu vs %zu", active_pages, arena->active_pages);
+  const extent_set_t *sets[2] = {&arena->dirty, &arena->retained};
+  unsigned states[2] = {EXTENT_DIRTY, EXTENT_RETAINED};
+  for (int s = 0; s < 2; s++)
+    for (unsigned b = 0; b < NPAGE_BUCKETS; b++) {
+      bool nonempty = (sets[s]->nonempty[b / 64] >> (b % 64)) & 1;
+      CHECK(nonempty == (sets[s]->buckets[b].root != NULL), "nonempty bit of bucket %u", b);
+      walk_heap(sets[s]->buckets[b].root, states[s], b);
+    }
+  CHECK(walked_pages[0] == arena->dirty.npages && walked_pages[1] == arena->retained.npages, "set page counts");
+  CHECK(active_pages + walked_pages[0] + walked_pages[1] == arena->mapped_pages, "pages add up to mapped");
+  qsort(all, nall, sizeof(all[0]), by_addr);
+  for (unsigned i = 1; i < nall; i++)
+    CHECK(all[i - 1]->addr + all[i - 1]->npages * PAGE <= all[i]->addr, "extents overlap");
+}
+
+static size_t random_pages(void) {
+  unsigned r = (unsigned)(unit_rand() % 100);
+  if (r < 60) return 1 + unit_rand() % 8;
+  if (r < 95) return 1 + unit_rand() % 300;
+  return 1 + unit_rand() % 5000;
+}
+
+int main(void) {
+  free(malloc(1)); /* the allocator's own initialisation (size classes, options) */
+  arena = base_alloc(sizeof(arena_t));
+  arena_init(arena, 99);
+  for (int step = 0; step < 8000; step++) {
+    unsigned op = (unsigned)(unit_rand() % 100);
+    if (op < 45 && nactive < MAX_ACTIVE) {
+      size_t n = random_pages();
+      size_t align = (unit_rand() % 4 == 0) ? (size_t)1 << (unit_rand() % 7) : 1;
+      bool slab = n <= 16 && unit_rand() % 2;
+      bool zeroed;
+      extent_t *e = extent_alloc(arena, n, align, slab ? EXTENT_SLAB : EXTENT_LARGE, slab ? 5 : CODE_LARGE, &zeroed);
+      CHECK(e != NULL, "alloc %zu pages", n);
+      CHECK(e->npages == n && e->addr % (align * PAGE) == 0, "size and alignment");
+      if (zeroed) for (size_t p = 0; p < n; p++) CHECK(*(uint64_t *)(e->addr + p * PAGE) == 0, "zeroed page reads 0");
+      fill(e);
+      active[nactive++] = e;
+    } else if (op < 80 && nactive > 0) {
+      unsigned i = (unsigned)(unit_rand() % nactive);
+      verify(active[i], active[i]->npages);
+      extent_free(arena, active[i]);
+      active[i] = active[--nactive];
+    } else if (op < 90 && nactive > 0) {
+      extent_t *e = active[unit_rand() % nactive];
+      if (e->state != EXTENT_LARGE) continue;
+      size_t old = e->npages, want = old + 1 + unit_rand() % 64;
+      if (extent_grow_in_place(arena, e, want, CODE_LARGE)) {
+        CHECK(e->npages == want, "grown");
+        verify(e, old);
+        fill(e);
+      }
+    } else if (op < 97 && nactive > 0) {
+      extent_t *e = active[unit_rand() % nactive];
+      if (e->state != EXTENT_LARGE || e->npages < 2) continue;
+      size_t want = 1 + unit_rand() % (e->npages - 1);
+      CHECK(extent_shrink_in_place(arena, e, want, CODE_LARGE), "shrink");
+      verify(e, want);
+    } else {
+      size_t keep = unit_rand() % 2 ? 0 : unit_rand() % 1000;
+      extent_purge(arena, keep);
+      CHECK(arena->dirty.npages <= keep, "purged down to %zu", keep);
+    }
+    check_invariants();
+  }
+  while (nactive > 0) extent_free(arena, active[--nactive]);
+  check_invariants();
+  extent_purge(arena, 0);
+  check_invariants();
+  CHECK(arena->dirty.npages == 0 && arena->active_pages == 0, "all free and released");
+  printf("extent: mapped %zu pages, %llu madvise calls\n", arena->mapped_pages, (unsigned long long)arena->nmadvise);
+  UNIT_DONE("extent");
+}

@@ -1,0 +1,48 @@
+/* Size classes: every size up to 1 MiB maps to the smallest class (or page run) that
+ * fits; the table has four classes per doubling; slabs tile with little waste; the
+ * region-start test agrees with plain division for every offset in every slab. */
+#include <stdint.h>
+
+#include "arena.h"
+#include "size_class.h"
+#include "unit.h"
+
+int main(void) {
+  size_class_init();
+  CHECK(class_to_size(NSMALL - 1) == SMALL_MAX, "last small class is %zu", class_to_size(NSMALL - 1));
+  CHECK(class_to_size(NCACHED_MAX - 1) == TCACHE_MAX_LIMIT, "last cached class");
+  for (unsigned c = 1; c < NCACHED_MAX; c++) {
+    CHECK(class_to_size(c) > class_to_size(c - 1), "classes increase at %u", c);
+    CHECK(class_to_size(c) % QUANTUM == 0, "class %u is a multiple of 16", c);
+  }
+  /* Four classes per doubling from 64 up: class c+4 is twice class c. */
+  for (unsigned c = 3; c + 4 < NCACHED_MAX; c++)
+    CHECK(class_to_size(c + 4) == 2 * class_to_size(c), "four per doubling at %u", c);
+  CHECK(size_to_class(0) == 0 && size_to_class(1) == 0 && size_to_class(16) == 0, "tiny sizes");
+  for (size_t s = 1; s <= TCACHE_MAX_LIMIT; s++) {
+    unsigned c = size_to_class(s);
+    CHECK(class_to_size(c) >= s, "size %zu fits class %u", s, c);
+    CHECK(c == 0 || class_to_size(c - 1) < s, "size %zu: class %u is the smallest", s, c);
+    CHECK(c == size_to_class_compute(s), "table and formula agree at %zu", s);
+  }
+  for (size_t s = TCACHE_MAX_LIMIT + 1; s <= ((size_t)1 << 20); s++) {
+    size_t u = large_usable_size(s);
+    CHECK(u >= s && u - s < PAGE && u % PAGE == 0, "large size %zu -> %zu", s, u);
+  }
+  CHECK(large_usable_size(SIZE_MAX) == 0, "impossible size has no usable size");
+  for (unsigned c = 0; c < NSMALL; c++) {
+    const class_info_t *ci = &class_infos[c];
+    size_t slab = (size_t)ci->slab_pages * PAGE;
+    CHECK(ci->slab_pages >= 1 && ci->slab_pages <= SLAB_MAX_PAGES, "class %u slab pages", c);
+    CHECK(ci->nregs >= 1 && ci->nregs <= SLAB_MAX_REGIONS, "class %u regions", c);
+    CHECK((size_t)ci->nregs * ci->size <= slab, "class %u regions fit", c);
+    double waste = (double)(slab - (size_t)ci->nregs * ci->size) / (double)slab;
+    CHECK(waste < 0.02, "class %u (%u B) wastes %.3f of its slab", c, ci->size, waste);
+    for (uint32_t off = 0; off < slab; off++)
+      CHECK(class_offset_is_region_start(c, off) == (off % ci->size == 0), "class %u offset %u", c, off);
+  }
+  for (unsigned c = NSMALL; c < NCACHED_MAX; c++)
+    for (uint32_t off = 0; off < (1u << 20); off += 16)
+      CHECK(class_offset_is_region_start(c, off) == (off == 0), "large class %u offset %u", c, off);
+  UNIT_DONE("size_class");
+}
