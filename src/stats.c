@@ -33,6 +33,8 @@ typedef struct bin_stats {
 
 typedef struct arena_stats {
   unsigned nthreads;
+  unsigned ntcaches;
+  size_t tcache_bytes; /* blocks sitting in thread caches: free to the program */
   size_t mapped_pages, active_pages, dirty_pages, retained_pages, large_allocated;
   uint64_t nmalloc_large, ndalloc_large, npurge, nmadvise, purged_pages;
   uint64_t lock_acquired, lock_contended, lock_wait_ns_total, lock_wait_ns_max;
@@ -88,7 +90,10 @@ static size_t small_allocated(const arena_stats_t *s) {
 
 static void counters_from(const arena_stats_t *s, tessera_counters *out) {
   size_t metadata = base_mapped_bytes() + pagemap_mapped_bytes();
-  out->allocated = small_allocated(s) + s->large_allocated;
+  /* Blocks in thread caches count as allocated for the arenas, but the program does
+   * not hold them. */
+  size_t handed_out = small_allocated(s) + s->large_allocated;
+  out->allocated = handed_out > s->tcache_bytes ? handed_out - s->tcache_bytes : 0;
   out->active = s->active_pages * PAGE;
   out->metadata = metadata;
   out->dirty = s->dirty_pages * PAGE;
@@ -97,11 +102,18 @@ static void counters_from(const arena_stats_t *s, tessera_counters *out) {
   out->retained = s->retained_pages * PAGE;
 }
 
+static void add_tcache(const tcache_t *tc, void *arg) {
+  arena_stats_t *s = arg;
+  s->ntcaches++;
+  for (unsigned c = 0; c < NCACHED_MAX; c++) s->tcache_bytes += (size_t)tc->bins[c + 1].count * class_infos[c].size;
+}
+
 static void read_all(arena_stats_t *s) {
   memset(s, 0, sizeof(*s));
   if (!malloc_initialized()) return;
   for (unsigned i = 0; i < narenas_limit; i++)
     if (arenas[i] != NULL) arena_read(arenas[i], s);
+  tcache_for_each(add_tcache, s);
 }
 
 TESSERA_EXPORT void tessera_get_counters(tessera_counters *out) {
@@ -144,18 +156,9 @@ __attribute__((format(printf, 2, 3))) static void emit(emitter_t *e, const char 
   e->len += (size_t)n;
 }
 
-typedef struct tcache_totals { unsigned nthreads; size_t cached_bytes; } tcache_totals_t;
-
-static void add_tcache(const tcache_t *tc, void *arg) {
-  tcache_totals_t *t = arg;
-  t->nthreads++;
-  for (unsigned c = 0; c < NCACHED_MAX; c++) t->cached_bytes += (size_t)tc->bins[c + 1].count * class_infos[c].size;
-}
-
 static double ms(uint64_t ns) { return (double)ns / 1e6; }
 
-static void print_text(emitter_t *e, const arena_stats_t *s, const tessera_counters *k,
-                       const tcache_totals_t *t) {
+static void print_text(emitter_t *e, const arena_stats_t *s, const tessera_counters *k) {
   emit(e, "___ tessera %s statistics ___\n", TESSERA_VERSION_STRING);
   emit(e, "options:");
   for (unsigned i = 0; i < option_count; i++) {
@@ -164,7 +167,7 @@ static void print_text(emitter_t *e, const arena_stats_t *s, const tessera_count
     emit(e, "%s%s:%s", i ? "," : " ", option_table[i].name, v);
   }
   emit(e, "\narenas: %u of at most %u, threads bound: %u, thread caches: %u holding %zu bytes\n",
-       atomic_load(&narenas_created), narenas_limit, s->nthreads, t->nthreads, t->cached_bytes);
+       atomic_load(&narenas_created), narenas_limit, s->nthreads, s->ntcaches, s->tcache_bytes);
   emit(e, "allocated: %zu  active: %zu  metadata: %zu  resident: %zu  mapped: %zu  retained: %zu  dirty: %zu\n",
        k->allocated, k->active, k->metadata, k->resident, k->mapped, k->retained, k->dirty);
   emit(e, "large: allocated %zu, nmalloc %llu, ndalloc %llu\n", s->large_allocated,
@@ -188,8 +191,7 @@ static void print_text(emitter_t *e, const arena_stats_t *s, const tessera_count
   emit(e, "--- end of tessera statistics ---\n");
 }
 
-static void print_json(emitter_t *e, const arena_stats_t *s, const tessera_counters *k,
-                       const tcache_totals_t *t) {
+static void print_json(emitter_t *e, const arena_stats_t *s, const tessera_counters *k) {
   emit(e, "{\"tessera\": {\"version\": \"%s\", \"schema\": %d,\n", TESSERA_VERSION_STRING, STATS_JSON_SCHEMA);
   emit(e, " \"options\": {");
   for (unsigned i = 0; i < option_count; i++) {
@@ -202,7 +204,7 @@ static void print_json(emitter_t *e, const arena_stats_t *s, const tessera_count
           "\"mapped\": %zu, \"retained\": %zu, \"dirty\": %zu},\n",
        k->allocated, k->active, k->metadata, k->resident, k->mapped, k->retained, k->dirty);
   emit(e, " \"arenas\": {\"narenas\": %u, \"limit\": %u, \"nthreads\": %u, \"tcaches\": %u, \"tcache_bytes\": %zu,\n",
-       atomic_load(&narenas_created), narenas_limit, s->nthreads, t->nthreads, t->cached_bytes);
+       atomic_load(&narenas_created), narenas_limit, s->nthreads, s->ntcaches, s->tcache_bytes);
   emit(e, "  \"large\": {\"allocated\": %zu, \"nmalloc\": %llu, \"ndalloc\": %llu},\n", s->large_allocated,
        (unsigned long long)s->nmalloc_large, (unsigned long long)s->ndalloc_large);
   emit(e, "  \"purge\": {\"passes\": %llu, \"madvise\": %llu, \"pages\": %llu},\n", (unsigned long long)s->npurge,
@@ -238,10 +240,8 @@ TESSERA_EXPORT void tessera_stats_print(tessera_write_cb *write_cb, void *cbopaq
   read_all(&s);
   tessera_counters k;
   counters_from(&s, &k);
-  tcache_totals_t t = {0, 0};
-  if (malloc_initialized()) tcache_for_each(add_tcache, &t);
-  if (opts != NULL && strchr(opts, 'J') != NULL) print_json(e, &s, &k, &t);
-  else print_text(e, &s, &k, &t);
+  if (opts != NULL && strchr(opts, 'J') != NULL) print_json(e, &s, &k);
+  else print_text(e, &s, &k);
   emit_flush(e);
   lock_release(&print_lock);
 }
