@@ -14,6 +14,9 @@ arena_t *arenas[MAX_ARENAS];
 _Atomic unsigned narenas_created;
 unsigned narenas_limit = 1;
 static lock_t arenas_lock;
+static _Atomic unsigned arenas_in_use; /* narenas_limit, plus arenas made by arena_create */
+
+unsigned arenas_count(void) { return atomic_load_explicit(&arenas_in_use, memory_order_acquire); }
 static _Atomic unsigned next_arena_rr;
 
 /*
@@ -34,6 +37,7 @@ bool arenas_init(unsigned narenas) {
   if (narenas < 1) narenas = 1;
   if (narenas > MAX_ARENAS) narenas = MAX_ARENAS;
   narenas_limit = narenas;
+  atomic_store(&arenas_in_use, narenas);
   return arena_get(0) != NULL;
 }
 
@@ -49,6 +53,23 @@ arena_t *arena_get(unsigned i) {
       arena_init(a, i);
       __atomic_store_n(&arenas[i], a, __ATOMIC_RELEASE);
       atomic_fetch_add(&narenas_created, 1);
+    }
+  }
+  lock_release(&arenas_lock);
+  return a;
+}
+
+arena_t *arena_create(void) {
+  arena_t *a = NULL;
+  lock_acquire(&arenas_lock);
+  unsigned i = atomic_load(&arenas_in_use);
+  if (i < MAX_ARENAS) {
+    a = base_alloc(sizeof(arena_t));
+    if (a != NULL) {
+      arena_init(a, i);
+      __atomic_store_n(&arenas[i], a, __ATOMIC_RELEASE);
+      atomic_fetch_add(&narenas_created, 1);
+      atomic_store_explicit(&arenas_in_use, i + 1, memory_order_release);
     }
   }
   lock_release(&arenas_lock);
@@ -134,7 +155,7 @@ size_t arena_purge(arena_t *a, bool all) {
 /* fork: every lock, in the documented order (types.h). */
 void arenas_fork_prepare(void) {
   lock_fork_prepare(&arenas_lock);
-  unsigned n = narenas_limit;
+  unsigned n = arenas_count();
   for (unsigned i = 0; i < n; i++)
     if (arenas[i] != NULL)
       for (unsigned c = 0; c < NSMALL; c++) lock_fork_prepare(&arenas[i]->bins[c].lock);
@@ -143,7 +164,7 @@ void arenas_fork_prepare(void) {
 }
 
 static void arenas_fork_release(void) {
-  unsigned n = narenas_limit;
+  unsigned n = arenas_count();
   for (unsigned i = 0; i < n; i++)
     if (arenas[i] != NULL) lock_fork_release(&arenas[i]->extent_lock);
   for (unsigned i = 0; i < n; i++)
@@ -155,6 +176,6 @@ static void arenas_fork_release(void) {
 void arenas_fork_parent(void) { arenas_fork_release(); }
 void arenas_fork_child(void) {
   arenas_fork_release();
-  for (unsigned i = 0; i < narenas_limit; i++)
+  for (unsigned i = 0; i < arenas_count(); i++)
     if (arenas[i] != NULL) atomic_store(&arenas[i]->nthreads, 0);
 }

@@ -13,6 +13,11 @@ extern arena_t *arenas[MAX_ARENAS];
 extern _Atomic unsigned narenas_created;
 extern unsigned narenas_limit;
 
+/* One past the highest arena index in use: automatic arenas plus created ones. Loops
+ * over every arena go up to this (entries may still be NULL). */
+unsigned arenas_count(void);
+/* arenas.create: a new arena at the next free index; NULL when MAX_ARENAS are in use. */
+arena_t *arena_create(void);
 bool arenas_init(unsigned narenas);
 /* Sets up a zeroed arena record (exposed for the unit tests' private arenas). */
 void arena_init(arena_t *a, unsigned index);

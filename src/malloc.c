@@ -16,6 +16,7 @@
 #include "arena.h"
 #include "base.h"
 #include "bin.h"
+#include "control.h"
 #include "extent.h"
 #include "fatal.h"
 #include "internal.h"
@@ -61,12 +62,27 @@ static inline bool malloc_init(void) {
 
 /* ---- slow paths ---- */
 
+/* Bytes this thread allocated and freed outside its cache bins (the bins count their
+ * own blocks): thread.allocated and thread.deallocated add the two. */
+static __thread uint64_t tls_direct_allocated __attribute__((tls_model("initial-exec")));
+static __thread uint64_t tls_direct_deallocated __attribute__((tls_model("initial-exec")));
+
+void thread_direct_counters(uint64_t *allocated, uint64_t *deallocated) {
+  *allocated = tls_direct_allocated;
+  *deallocated = tls_direct_deallocated;
+}
+
+static void *counted(void *p, size_t usable) {
+  if (p != NULL) tls_direct_allocated += usable;
+  return p;
+}
+
 static void *alloc_cached_class(tcache_t *tc, unsigned c) {
   if (tc != NULL && tcache_bin(tc, c)->capacity > 0) return tcache_alloc_refill(tc, c);
   arena_t *a = tc != NULL ? tc->arena : thread_arena();
-  if (c >= NSMALL) return arena_malloc_large(a, class_infos[c].size, PAGE, false);
+  if (c >= NSMALL) return counted(arena_malloc_large(a, class_infos[c].size, PAGE, false), class_infos[c].size);
   void *p;
-  return bin_fill(a, c, &p, 1) == 1 ? p : NULL;
+  return bin_fill(a, c, &p, 1) == 1 ? counted(p, class_infos[c].size) : NULL;
 }
 
 NOINLINE static void *malloc_slow(size_t size) {
@@ -81,15 +97,21 @@ NOINLINE static void *malloc_slow(size_t size) {
     unsigned c = size_to_class(size);
     p = alloc_cached_class(tc, c);
   } else {
-    p = arena_malloc_large(tc != NULL ? tc->arena : thread_arena(), size, PAGE, false);
+    p = counted(arena_malloc_large(tc != NULL ? tc->arena : thread_arena(), size, PAGE, false),
+                large_usable_size(size));
   }
   if (unlikely(p == NULL)) errno = ENOMEM;
   return p;
 }
 
 static void free_extent_block(extent_t *e, unsigned c, void *p) {
-  if (c < NSMALL) arena_free_small(e, p);
-  else arena_free_large(e->arena, e);
+  if (c < NSMALL) {
+    tls_direct_deallocated += class_infos[c].size;
+    arena_free_small(e, p);
+  } else {
+    tls_direct_deallocated += e->npages * PAGE;
+    arena_free_large(e->arena, e);
+  }
 }
 
 /* Finds the block p starts; aborts naming func if p is not one tessera handed out. */
@@ -131,8 +153,7 @@ NOINLINE static void free_slow(void *p) {
     tcache_free_full(tc, c, p); /* the fast path saw the bin full */
     return;
   }
-  if (c == CODE_LARGE) arena_free_large(e->arena, e);
-  else free_extent_block(e, c, p);
+  free_extent_block(e, c == CODE_LARGE ? NSMALL : c, p);
 }
 
 /* ---- fast paths ---- */
@@ -144,6 +165,7 @@ EXPORT void *malloc(size_t size) {
     uint16_t n = b->count;
     if (likely(n != 0)) {
       b->count = (uint16_t)(n - 1);
+      b->nmalloc++;
       return b->stack[n - 1];
     }
   }
@@ -163,10 +185,61 @@ EXPORT void free(void *p) {
                b->stack[n - 1] != p)) {
       b->stack[n] = p;
       b->count = (uint16_t)(n + 1);
+      b->ndalloc++;
       return;
     }
   }
   free_slow(p);
+}
+
+/* ---- explicit-arena allocation (mallocx and friends, through ctl.c) ---- */
+
+void *control_alloc(int arena_index, size_t size, size_t align, bool zero, bool use_tcache) {
+  if (!malloc_init()) return NULL;
+  if (arena_index < 0 && use_tcache) {
+    void *p = align > QUANTUM ? tessera_aligned_internal(align, size) : malloc(size);
+    if (p != NULL && zero) memset(p, 0, tessera_usable_size_internal(p, "mallocx()"));
+    return p;
+  }
+  arena_t *a = arena_index < 0 ? thread_arena() : control_arena((unsigned)arena_index);
+  if (a == NULL || size > (size_t)PTRDIFF_MAX) return NULL;
+  if (align < QUANTUM) align = QUANTUM;
+  size_t rounded = (size + align - 1) & ~(align - 1);
+  if (rounded == 0) rounded = QUANTUM;
+  if (align <= PAGE && rounded <= SMALL_MAX) {
+    unsigned c = size_to_class(rounded);
+    void *p;
+    if (bin_fill(a, c, &p, 1) != 1) return NULL;
+    if (zero) memset(p, 0, class_infos[c].size);
+    return counted(p, class_infos[c].size);
+  }
+  size_t large_size = size <= SMALL_MAX ? SMALL_MAX + 1 : size;
+  return counted(arena_malloc_large(a, large_size, align < PAGE ? PAGE : align, zero), large_usable_size(large_size));
+}
+
+void control_free(void *p, bool use_tcache) {
+  if (use_tcache || p == NULL) {
+    free(p);
+    return;
+  }
+  unsigned c;
+  extent_t *e = lookup_block(p, "dallocx()", &c);
+  free_extent_block(e, c == CODE_LARGE ? NSMALL : c, p);
+}
+
+arena_t *control_arena(unsigned index) {
+  if (index >= arenas_count()) return NULL;
+  return index < narenas_limit ? arena_get(index) : arenas[index];
+}
+
+unsigned control_narenas(void) { return arenas_count(); }
+
+int control_arena_create(unsigned *index) {
+  if (!malloc_init()) return EAGAIN;
+  arena_t *a = arena_create();
+  if (a == NULL) return EAGAIN;
+  *index = a->index;
+  return 0;
 }
 
 /* ---- the rest of the family ---- */
@@ -197,7 +270,8 @@ EXPORT void *calloc(size_t n, size_t size) {
   if (total > TCACHE_MAX_LIMIT) {
     if (!malloc_init()) return NULL;
     tcache_t *tc = tcache_get();
-    void *p = arena_malloc_large(tc != NULL ? tc->arena : thread_arena(), total, PAGE, true);
+    void *p = counted(arena_malloc_large(tc != NULL ? tc->arena : thread_arena(), total, PAGE, true),
+                      large_usable_size(total));
     if (p == NULL) errno = ENOMEM;
     return p;
   }
@@ -224,7 +298,9 @@ void *tessera_aligned_internal(size_t align, size_t size) {
   /* Large blocks start at 16 KiB: smaller page runs would collide with the slab classes'
    * page-map codes. */
   size_t large_size = size <= SMALL_MAX ? SMALL_MAX + 1 : size;
-  void *p = arena_malloc_large(tc != NULL ? tc->arena : thread_arena(), large_size, align < PAGE ? PAGE : align, false);
+  void *p = counted(arena_malloc_large(tc != NULL ? tc->arena : thread_arena(), large_size,
+                                       align < PAGE ? PAGE : align, false),
+                    large_usable_size(large_size));
   if (p == NULL) errno = ENOMEM;
   return p;
 }
@@ -292,7 +368,11 @@ EXPORT void *realloc(void *p, size_t size) {
   } else if (size > SMALL_MAX) {
     size_t new_usable = large_usable_size(size);
     if (new_usable == old_usable) return p;
-    if (new_usable != 0 && arena_resize_large_in_place(e->arena, e, new_usable)) return p;
+    if (new_usable != 0 && arena_resize_large_in_place(e->arena, e, new_usable)) {
+      tls_direct_allocated += new_usable;
+      tls_direct_deallocated += old_usable;
+      return p;
+    }
   }
   void *q = malloc(size);
   if (q == NULL) return NULL; /* errno is ENOMEM; p is untouched */
@@ -325,7 +405,7 @@ EXPORT int malloc_trim(size_t pad) {
   tcache_t *tc = tls_tcache;
   if (tc != &tcache_empty) tcache_flush_all(tc);
   size_t released = 0;
-  for (unsigned i = 0; i < narenas_limit; i++)
+  for (unsigned i = 0; i < arenas_count(); i++)
     if (arenas[i] != NULL) released += arena_purge(arenas[i], true);
   return released > 0;
 }

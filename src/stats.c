@@ -111,7 +111,7 @@ static void add_tcache(const tcache_t *tc, void *arg) {
 static void read_all(arena_stats_t *s) {
   memset(s, 0, sizeof(*s));
   if (!malloc_initialized()) return;
-  for (unsigned i = 0; i < narenas_limit; i++)
+  for (unsigned i = 0; i < arenas_count(); i++)
     if (arenas[i] != NULL) arena_read(arenas[i], s);
   tcache_for_each(add_tcache, s);
 }

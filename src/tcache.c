@@ -3,9 +3,13 @@
 #include <pthread.h>
 #include <string.h>
 
+#include <errno.h>
+
 #include "arena.h"
 #include "base.h"
 #include "bin.h"
+#include "control.h"
+#include "internal.h"
 #include "lock.h"
 #include "options.h"
 #include "pagemap.h"
@@ -91,14 +95,52 @@ tcache_t *tcache_get(void) {
   return tc;
 }
 
+unsigned control_thread_arena_get(void) { return thread_arena()->index; }
+
+int control_thread_arena_set(unsigned index) {
+  if (!malloc_initialized()) tessera_free_internal(tessera_malloc_internal(1));
+  if (index >= arenas_count()) return EINVAL;
+  arena_t *a = index < narenas_limit ? arena_get(index) : arenas[index];
+  if (a == NULL) return EAGAIN;
+  arena_t *old = thread_arena();
+  if (old == a) return 0;
+  atomic_fetch_sub(&old->nthreads, 1);
+  atomic_fetch_add(&a->nthreads, 1);
+  tls_arena = a;
+  if (tls_tcache != &tcache_empty) tls_tcache->arena = a;
+  return 0;
+}
+
+void control_thread_tcache_flush(void) {
+  if (tls_tcache != &tcache_empty) tcache_flush_all(tls_tcache);
+}
+
+void control_thread_counters(uint64_t *allocated, uint64_t *deallocated) {
+  thread_direct_counters(allocated, deallocated);
+  tcache_t *tc = tls_tcache;
+  if (tc == &tcache_empty) return;
+  for (unsigned c = 0; c < NCACHED_MAX; c++) {
+    *allocated += tcache_bin(tc, c)->nmalloc * class_infos[c].size;
+    *deallocated += tcache_bin(tc, c)->ndalloc * class_infos[c].size;
+  }
+}
+
 void *tcache_alloc_refill(tcache_t *tc, unsigned c) {
   cache_bin_t *b = tcache_bin(tc, c);
-  if (c >= NSMALL) return arena_malloc_large(tc->arena, class_infos[c].size, PAGE, false);
+  b->nmalloc++;
+  if (c >= NSMALL) {
+    void *p = arena_malloc_large(tc->arena, class_infos[c].size, PAGE, false);
+    if (p == NULL) b->nmalloc--;
+    return p;
+  }
   /* Take a batch lowest address first and stack it so the lowest is popped first. */
   void *batch[256];
   unsigned want = b->fill < 256 ? b->fill : 256;
   unsigned got = bin_fill(tc->arena, c, batch, want);
-  if (got == 0) return NULL;
+  if (got == 0) {
+    b->nmalloc--;
+    return NULL;
+  }
   for (unsigned i = 1; i < got; i++) b->stack[got - 1 - i] = batch[i];
   b->count = (uint16_t)(got - 1);
   return batch[0];
@@ -139,6 +181,7 @@ void tcache_free_full(tcache_t *tc, unsigned c, void *p) {
   cache_bin_t *b = tcache_bin(tc, c);
   flush_oldest(tc, c, b->count - b->count / 2);
   b->stack[b->count++] = p;
+  b->ndalloc++;
 }
 
 void tcache_flush_all(tcache_t *tc) {
@@ -151,6 +194,13 @@ static void thread_exit(void *arg) {
   tls_thread_state = THREAD_EXITED; /* from now on this thread bypasses the cache */
   tls_tcache = &tcache_empty;
   tcache_flush_all(tc);
+  /* Keep the exited thread's request counts: stats add them to the live caches'. */
+  for (unsigned c = 0; c < NSMALL; c++) {
+    bin_t *bin = &tc->arena->bins[c];
+    lock_acquire(&bin->lock);
+    bin->nrequests += tcache_bin(tc, c)->nmalloc;
+    lock_release(&bin->lock);
+  }
   lock_acquire(&registry_lock);
   if (tc->prev) tc->prev->next = tc->next;
   else registry = tc->next;

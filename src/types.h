@@ -120,6 +120,7 @@ typedef struct bin {
   uint64_t nfills;    /* tcache fills served */
   uint64_t nflushes;  /* tcache flushes received */
   uint64_t nslabs;    /* slabs created */
+  uint64_t nrequests; /* malloc calls served, merged from exited threads' caches */
   size_t curregs;     /* regions currently handed out */
   size_t curslabs;    /* slabs currently owned */
 } bin_t;
@@ -155,7 +156,9 @@ typedef struct cache_bin {
   /* The class's divisibility magic (class_info_t.magic), here so that free's check that
    * a pointer starts a region reads the cache line it touches anyway. 0 = no caching. */
   uint64_t region_magic;
-  uint64_t pad;
+  uint64_t nmalloc;   /* blocks this thread took from this bin (fast and slow paths) */
+  uint64_t ndalloc;   /* blocks this thread gave back to this bin */
+  uint64_t pad[3];    /* one cache line per bin: free indexes bins with a single shift */
 } cache_bin_t;
 
 typedef struct tcache {

@@ -1,0 +1,41 @@
+/*
+ * The core's hooks for the control interface (ctl.c: tessera_ctl and the
+ * jemalloc-compatible entry points). Everything the ctl tree reads or changes in the
+ * allocator goes through these functions, so ctl.c needs no knowledge of locks.
+ */
+#ifndef TESSERA_CONTROL_H
+#define TESSERA_CONTROL_H
+
+#include <sys/types.h>
+
+#include "types.h"
+
+/* Arenas 0 .. narenas_limit-1 are automatic (threads are spread over them); arenas
+ * created by control_arena_create get the next indices, up to MAX_ARENAS-1, and are
+ * used only by threads bound to them or by explicit-arena allocations. */
+unsigned control_narenas(void); /* automatic + created: one past the highest index */
+/* arenas.create: a new arena; 0 and its index, or EAGAIN when MAX_ARENAS are in use. */
+int control_arena_create(unsigned *index);
+/* Arena i if it exists (automatic arenas are created on first use), else NULL. */
+arena_t *control_arena(unsigned index);
+
+/* thread.arena: the calling thread's arena, and binding it to another one (blocks the
+ * thread already cached stay where they are and go back to their own arenas). */
+unsigned control_thread_arena_get(void);
+int control_thread_arena_set(unsigned index); /* 0 or EINVAL / EAGAIN */
+/* thread.tcache.flush */
+void control_thread_tcache_flush(void);
+/* thread.allocated / thread.deallocated: bytes (usable sizes) this thread has
+ * allocated and freed since it started. */
+void control_thread_counters(uint64_t *allocated, uint64_t *deallocated);
+
+/* mallocx-style allocation: arena_index < 0 means the thread's own arena; use_tcache
+ * false bypasses the thread cache. align is 0 or a power of two. NULL on failure. */
+void *control_alloc(int arena_index, size_t size, size_t align, bool zero, bool use_tcache);
+/* dallocx-style free that bypasses the thread cache when use_tcache is false. */
+void control_free(void *p, bool use_tcache);
+
+/* Internal: bytes this thread allocated and freed outside its cache bins (malloc.c). */
+void thread_direct_counters(uint64_t *allocated, uint64_t *deallocated);
+
+#endif
