@@ -191,7 +191,9 @@ static void test_mallinfo2(void) {
     memset(blocks[i], 3, 1024);
   }
   during = mallinfo2();
-  TT_CHECKF(in_use(during) >= in_use(before) + ten_mib,
+  /* Small blocks may come from a thread cache whose blocks already counted as in use (glibc
+   * counts its tcache the same way): allow 1 MiB of slack. */
+  TT_CHECKF(in_use(during) + ((size_t)1 << 20) >= in_use(before) + ten_mib,
             "mallinfo2 after 10240 x malloc(1 KiB): in-use %zu -> %zu", in_use(before),
             in_use(during));
   for (int i = 0; i < N; i++) free(blocks[i]);
