@@ -1,11 +1,14 @@
 #include "arena.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "base.h"
 #include "bin.h"
 #include "extent.h"
+#include "control.h"
 #include "lock.h"
+#include "options.h"
 #include "os.h"
 #include "pagemap.h"
 #include "size_class.h"
@@ -29,6 +32,8 @@ void arena_init(arena_t *a, unsigned index) {
   memset(a, 0, sizeof(*a));
   a->index = index;
   lock_init(&a->extent_lock);
+  atomic_store(&a->dirty_decay_ms, opt_dirty_decay_ms);
+  atomic_store(&a->muzzy_decay_ms, opt_muzzy_decay_ms);
   for (unsigned c = 0; c < NSMALL; c++) bin_init(&a->bins[c]);
 }
 
@@ -150,6 +155,32 @@ size_t arena_purge(arena_t *a, bool all) {
   size_t released = extent_purge(a, all ? 0 : dirty_keep_pages(a));
   lock_release(&a->extent_lock);
   return released;
+}
+
+/* ---- control hooks ---- */
+
+static int for_arenas(unsigned index, size_t (*f)(arena_t *, bool), bool all) {
+  if (index == CONTROL_ALL_ARENAS) {
+    for (unsigned i = 0; i < arenas_count(); i++)
+      if (arenas[i] != NULL) f(arenas[i], all);
+    return 0;
+  }
+  arena_t *a = control_arena(index);
+  if (a == NULL) return EINVAL;
+  f(a, all);
+  return 0;
+}
+
+int control_arena_purge(unsigned index) { return for_arenas(index, arena_purge, true); }
+int control_arena_decay(unsigned index) { return for_arenas(index, arena_purge, false); }
+
+int control_arena_decay_ms(unsigned index, bool muzzy, ssize_t *old_ms, const ssize_t *new_ms) {
+  arena_t *a = control_arena(index);
+  if (a == NULL || (new_ms != NULL && *new_ms < -1)) return EINVAL;
+  _Atomic ssize_t *field = muzzy ? &a->muzzy_decay_ms : &a->dirty_decay_ms;
+  if (old_ms != NULL) *old_ms = atomic_load(field);
+  if (new_ms != NULL) atomic_store(field, *new_ms);
+  return 0;
 }
 
 /* fork: every lock, in the documented order (types.h). */

@@ -35,6 +35,17 @@ void *control_alloc(int arena_index, size_t size, size_t align, bool zero, bool 
 /* dallocx-style free that bypasses the thread cache when use_tcache is false. */
 void control_free(void *p, bool use_tcache);
 
+/* arena.<i>.purge / arena.<i>.decay: index == CONTROL_ALL_ARENAS means every arena.
+ * purge releases every unused page now; decay releases what the decay curve says is
+ * due now. Return 0 or EINVAL. */
+#define CONTROL_ALL_ARENAS 4096u
+int control_arena_purge(unsigned index);
+int control_arena_decay(unsigned index);
+/* arena.<i>.dirty_decay_ms and muzzy_decay_ms (muzzy = true): *old_ms (if not NULL)
+ * receives the current value; new_ms (if not NULL) sets it (-1 = never, 0 = at once).
+ * 0, EINVAL (no such arena, or a value below -1). */
+int control_arena_decay_ms(unsigned index, bool muzzy, ssize_t *old_ms, const ssize_t *new_ms);
+
 /* Internal: bytes this thread allocated and freed outside its cache bins (malloc.c). */
 void thread_direct_counters(uint64_t *allocated, uint64_t *deallocated);
 

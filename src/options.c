@@ -1,5 +1,6 @@
 #include "options.h"
 
+#include <limits.h>
 #include <string.h>
 
 #include "fatal.h"
@@ -19,6 +20,9 @@ unsigned opt_tcache_nslots_small_min = 20;
 unsigned opt_tcache_nslots_small_max = 200;
 unsigned opt_lg_tcache_nslots_mul = 1;
 unsigned opt_narenas = 0;
+/* Unused pages are released over dirty_decay_ms (see decay.c); -1 keeps them. */
+ssize_t opt_dirty_decay_ms = 5000;
+ssize_t opt_muzzy_decay_ms = 0;
 bool opt_stats_print = false;
 char opt_stats_print_opts[16] = "";
 
@@ -36,6 +40,10 @@ const option_def_t option_table[] = {
      "Most blocks a small-class thread-cache bin holds."},
     {"lg_tcache_nslots_mul", OPTION_UNSIGNED, &opt_lg_tcache_nslots_mul, 0, 8,
      "A small bin holds (regions per slab) << this, before clamping."},
+    {"dirty_decay_ms", OPTION_SSIZE, &opt_dirty_decay_ms, -1, 3600000,
+     "Time (ms) over which unused dirty pages are released to the OS; -1 never, 0 at once."},
+    {"muzzy_decay_ms", OPTION_SSIZE, &opt_muzzy_decay_ms, -1, 3600000,
+     "Time (ms) pages stay lazily freed (MADV_FREE) before release; 0 skips that stage."},
     {"stats_print", OPTION_BOOL, &opt_stats_print, 0, 1, "Print statistics to stderr at exit."},
     {"stats_print_opts", OPTION_STRING, opt_stats_print_opts, 0, sizeof(opt_stats_print_opts) - 1,
      "Options for the exit statistics: J for JSON."},
@@ -100,12 +108,20 @@ static bool set_option(const option_def_t *d, const char *v, size_t vlen) {
     return true;
   case OPTION_UNSIGNED:
   case OPTION_SIZE:
-    if (!parse_number(v, vlen, &num) || num < d->min || num > d->max) return false;
+    if (!parse_number(v, vlen, &num) || num < (unsigned long long)d->min || num > (unsigned long long)d->max) return false;
     if (d->type == OPTION_UNSIGNED) *(unsigned *)d->value = (unsigned)num;
     else *(size_t *)d->value = (size_t)num;
     return true;
+  case OPTION_SSIZE: {
+    bool negative = vlen > 0 && v[0] == '-';
+    if (!parse_number(v + negative, vlen - negative, &num) || num > (unsigned long long)LLONG_MAX) return false;
+    long long value = negative ? -(long long)num : (long long)num;
+    if (value < d->min || value > d->max) return false;
+    *(ssize_t *)d->value = (ssize_t)value;
+    return true;
+  }
   case OPTION_STRING:
-    if (vlen > d->max) return false;
+    if (vlen > (size_t)d->max) return false;
     memcpy(d->value, v, vlen);
     ((char *)d->value)[vlen] = '\0';
     return true;
@@ -118,11 +134,12 @@ static const char *expectation(const option_def_t *d, char *buf, size_t len) {
   const char *parts[5] = {"(expected ", "", "", "", "; keeping the previous value)"};
   switch (d->type) {
   case OPTION_BOOL: parts[1] = "true or false"; break;
-  case OPTION_STRING: parts[1] = "a string of at most "; parts[2] = format_dec(hi, d->max); parts[3] = " characters"; break;
+  case OPTION_STRING: parts[1] = "a string of at most "; parts[2] = format_dec(hi, (unsigned long long)d->max); parts[3] = " characters"; break;
   default:
     parts[1] = "an integer in [";
-    format_dec(lo, d->min);
-    format_dec(hi, d->max);
+    if (d->min < 0) { lo[0] = '-'; format_dec(lo + 1, (unsigned long long)-d->min); }
+    else format_dec(lo, (unsigned long long)d->min);
+    format_dec(hi, (unsigned long long)d->max);
     parts[2] = lo;
     parts[3] = hi;
     break;
@@ -180,6 +197,10 @@ void option_format(const option_def_t *d, char *buf, size_t len) {
   case OPTION_BOOL: s = *(bool *)d->value ? "true" : "false"; break;
   case OPTION_UNSIGNED: s = format_dec(tmp, *(unsigned *)d->value); break;
   case OPTION_SIZE: s = format_dec(tmp, *(size_t *)d->value); break;
+  case OPTION_SSIZE:
+    if (*(ssize_t *)d->value < 0) { tmp[0] = '-'; format_dec(tmp + 1, (unsigned long long)-*(ssize_t *)d->value); s = tmp; }
+    else s = format_dec(tmp, (unsigned long long)*(ssize_t *)d->value);
+    break;
   default: s = (const char *)d->value; break;
   }
   size_t n = strlen(s);

@@ -19,16 +19,18 @@ extern unsigned opt_tcache_nslots_small_min;
 extern unsigned opt_tcache_nslots_small_max;
 extern unsigned opt_lg_tcache_nslots_mul;
 extern unsigned opt_narenas; /* 0 = one per CPU */
+extern ssize_t opt_dirty_decay_ms;
+extern ssize_t opt_muzzy_decay_ms;
 extern bool opt_stats_print;
 extern char opt_stats_print_opts[16];
 
-typedef enum option_type { OPTION_BOOL, OPTION_UNSIGNED, OPTION_SIZE, OPTION_STRING } option_type_t;
+typedef enum option_type { OPTION_BOOL, OPTION_UNSIGNED, OPTION_SIZE, OPTION_SSIZE, OPTION_STRING } option_type_t;
 
 typedef struct option_def {
   const char *name;
   option_type_t type;
   void *value;
-  unsigned long long min, max; /* numbers: the accepted range; strings: max = capacity */
+  long long min, max; /* numbers: the accepted range; strings: max = capacity */
   const char *doc;
 } option_def_t;
 

@@ -34,6 +34,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define LG_PAGE 12
 #define PAGE ((size_t)1 << LG_PAGE)
@@ -133,6 +134,8 @@ typedef struct arena {
   extent_set_t dirty;
   extent_set_t retained;
   size_t grow_pages;         /* size of the next mapping from the OS */
+  _Atomic ssize_t dirty_decay_ms; /* -1 never purge, 0 purge at once, else the decay time */
+  _Atomic ssize_t muzzy_decay_ms;
   /* counters (under extent_lock) */
   size_t mapped_pages;
   size_t active_pages;       /* pages in slabs and large blocks */
