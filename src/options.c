@@ -23,6 +23,10 @@ unsigned opt_narenas = 0;
 /* Unused pages are released over dirty_decay_ms (see decay.c); -1 keeps them. */
 ssize_t opt_dirty_decay_ms = 5000;
 ssize_t opt_muzzy_decay_ms = 0;
+bool opt_background_thread = false;
+char opt_thp[16] = "default";
+bool opt_junk = false;
+bool opt_zero = false;
 bool opt_stats_print = false;
 char opt_stats_print_opts[16] = "";
 
@@ -44,6 +48,13 @@ const option_def_t option_table[] = {
      "Time (ms) over which unused dirty pages are released to the OS; -1 never, 0 at once."},
     {"muzzy_decay_ms", OPTION_SSIZE, &opt_muzzy_decay_ms, -1, 3600000,
      "Time (ms) pages stay lazily freed (MADV_FREE) before release; 0 skips that stage."},
+    {"background_thread", OPTION_BOOL, &opt_background_thread, 0, 1,
+     "A background thread that releases unused memory while the program is idle."},
+    {"thp", OPTION_STRING, opt_thp, 0, sizeof(opt_thp) - 1,
+     "Transparent huge pages for arena memory: default (the system's setting), always, never."},
+    {"junk", OPTION_BOOL, &opt_junk, 0, 1,
+     "Fill new blocks with 0xa5 and freed blocks with 0x5a (debugging; bypasses the thread cache)."},
+    {"zero", OPTION_BOOL, &opt_zero, 0, 1, "Zero every new block (debugging; bypasses the thread cache)."},
     {"stats_print", OPTION_BOOL, &opt_stats_print, 0, 1, "Print statistics to stderr at exit."},
     {"stats_print_opts", OPTION_STRING, opt_stats_print_opts, 0, sizeof(opt_stats_print_opts) - 1,
      "Options for the exit statistics: J for JSON."},

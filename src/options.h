@@ -21,6 +21,10 @@ extern unsigned opt_lg_tcache_nslots_mul;
 extern unsigned opt_narenas; /* 0 = one per CPU */
 extern ssize_t opt_dirty_decay_ms;
 extern ssize_t opt_muzzy_decay_ms;
+extern bool opt_background_thread;
+extern char opt_thp[16];
+extern bool opt_junk;
+extern bool opt_zero;
 extern bool opt_stats_print;
 extern char opt_stats_print_opts[16];
 
