@@ -7,6 +7,7 @@
 #include "bin.h"
 #include "extent.h"
 #include "control.h"
+#include "decay.h"
 #include "lock.h"
 #include "options.h"
 #include "os.h"
@@ -22,11 +23,11 @@ static _Atomic unsigned arenas_in_use; /* narenas_limit, plus arenas made by are
 unsigned arenas_count(void) { return atomic_load_explicit(&arenas_in_use, memory_order_acquire); }
 static _Atomic unsigned next_arena_rr;
 
-/*
- * Dirty budget (until time-based decay replaces it): an arena keeps free pages resident
- * for reuse up to max(16 MiB, active / 8); past twice that, a free purges back to it.
- */
-#define DIRTY_MIN_KEEP_PAGES ((size_t)4096)
+int arena_thp_mode;
+
+/* Decay work done inside one malloc or free is bounded by time, so no call stalls long
+ * (the background thread, or later calls, continue where it stopped). */
+#define DECAY_BUDGET_NS ((uint64_t)500 * 1000)
 
 void arena_init(arena_t *a, unsigned index) {
   memset(a, 0, sizeof(*a));
@@ -34,11 +35,18 @@ void arena_init(arena_t *a, unsigned index) {
   lock_init(&a->extent_lock);
   atomic_store(&a->dirty_decay_ms, opt_dirty_decay_ms);
   atomic_store(&a->muzzy_decay_ms, opt_muzzy_decay_ms);
+  uint64_t now = os_now_ns();
+  decay_init(&a->dirty_decay, opt_dirty_decay_ms, now);
+  decay_init(&a->muzzy_decay, opt_muzzy_decay_ms, now);
   for (unsigned c = 0; c < NSMALL; c++) bin_init(&a->bins[c]);
 }
 
 bool arenas_init(unsigned narenas) {
   lock_init(&arenas_lock);
+  if (strcmp(opt_thp, "always") == 0) arena_thp_mode = 1;
+  else if (strcmp(opt_thp, "never") == 0) arena_thp_mode = 2;
+  else if (strcmp(opt_thp, "default") != 0)
+    os_write_stderr("tessera: thp: unknown mode (expected default, always or never; using default)\n");
   if (narenas < 1) narenas = 1;
   if (narenas > MAX_ARENAS) narenas = MAX_ARENAS;
   narenas_limit = narenas;
@@ -109,15 +117,31 @@ void *arena_malloc_large(arena_t *a, size_t size, size_t align, bool zero) {
     a->large_allocated += usable;
     a->nmalloc_large++;
   }
+  arena_decay_tick(a);
   lock_release(&a->extent_lock);
   if (e == NULL) return NULL;
   if (zero && !zeroed) memset((void *)e->addr, 0, usable);
   return (void *)e->addr;
 }
 
-static size_t dirty_keep_pages(const arena_t *a) {
-  size_t keep = a->active_pages / 8;
-  return keep > DIRTY_MIN_KEEP_PAGES ? keep : DIRTY_MIN_KEEP_PAGES;
+size_t arena_decay_locked(arena_t *a, uint64_t now, uint64_t deadline) {
+  ssize_t dirty_ms = atomic_load_explicit(&a->dirty_decay_ms, memory_order_relaxed);
+  ssize_t muzzy_ms = atomic_load_explicit(&a->muzzy_decay_ms, memory_order_relaxed);
+  /* With muzzy_decay_ms 0 the muzzy stage is skipped: dirty pages are released. */
+  unsigned next = muzzy_ms != 0 ? EXTENT_MUZZY : EXTENT_RETAINED;
+  size_t moved = 0;
+  decay_advance(&a->dirty_decay, dirty_ms, now, a->dirty.npages);
+  size_t keep = decay_limit(&a->dirty_decay);
+  if (a->dirty.npages > keep) moved += extent_move_oldest(a, EXTENT_DIRTY, next, keep, deadline);
+  decay_advance(&a->muzzy_decay, muzzy_ms, now, a->muzzy.npages);
+  keep = decay_limit(&a->muzzy_decay);
+  if (a->muzzy.npages > keep) moved += extent_move_oldest(a, EXTENT_MUZZY, EXTENT_RETAINED, keep, deadline);
+  return moved;
+}
+
+void arena_decay_tick(arena_t *a) {
+  uint64_t now = os_now_ns();
+  arena_decay_locked(a, now, now + DECAY_BUDGET_NS);
 }
 
 void arena_free_large(arena_t *a, extent_t *e) {
@@ -125,8 +149,7 @@ void arena_free_large(arena_t *a, extent_t *e) {
   a->large_allocated -= e->npages * PAGE;
   a->ndalloc_large++;
   extent_free(a, e);
-  size_t keep = dirty_keep_pages(a);
-  if (a->dirty.npages > 2 * keep) extent_purge(a, keep);
+  arena_decay_tick(a);
   lock_release(&a->extent_lock);
 }
 
@@ -152,7 +175,7 @@ void arena_free_small(extent_t *slab, void *p) {
 
 size_t arena_purge(arena_t *a, bool all) {
   lock_acquire(&a->extent_lock);
-  size_t released = extent_purge(a, all ? 0 : dirty_keep_pages(a));
+  size_t released = all ? extent_purge(a, 0) : arena_decay_locked(a, os_now_ns(), 0);
   lock_release(&a->extent_lock);
   return released;
 }

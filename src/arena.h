@@ -39,9 +39,16 @@ void arena_free_large(arena_t *a, extent_t *e);
 bool arena_resize_large_in_place(arena_t *a, extent_t *e, size_t new_usable);
 /* Frees one small region without a thread cache (locks its bin). */
 void arena_free_small(extent_t *slab, void *p);
-/* Gives dirty pages back to the OS; all = everything, else only the excess over the
- * arena's dirty budget. Returns pages released. Takes the extent lock. */
+/* Gives unused pages back to the OS: all = every dirty and muzzy page now, else what
+ * the decay curves say is due now. Returns pages moved. Takes the extent lock. */
 size_t arena_purge(arena_t *a, bool all);
+/* Decay with the extent lock held: moves the pages due by now, stopping at deadline
+ * (0: no limit). Returns pages moved. */
+size_t arena_decay_locked(arena_t *a, uint64_t now, uint64_t deadline);
+/* Decay within the time budget of one allocator call; extent lock held. */
+void arena_decay_tick(arena_t *a);
+/* Transparent huge pages for new mappings: 0 system default, 1 always, 2 never. */
+extern int arena_thp_mode;
 
 void arenas_fork_prepare(void);
 void arenas_fork_parent(void);

@@ -1,5 +1,6 @@
 #include "bin.h"
 
+#include "arena.h"
 #include "bitmap.h"
 #include "extent.h"
 #include "fatal.h"
@@ -18,6 +19,7 @@ static extent_t *slab_new(arena_t *a, unsigned c) {
   bool zeroed;
   lock_acquire(&a->extent_lock);
   extent_t *slab = extent_alloc(a, ci->slab_pages, 1, EXTENT_SLAB, c + 1, &zeroed);
+  arena_decay_tick(a);
   lock_release(&a->extent_lock);
   if (slab == NULL) return NULL;
   slab->bin = (uint8_t)c;
@@ -84,6 +86,7 @@ static void slab_empty(arena_t *a, bin_t *bin, extent_t *slab) {
   bin->curslabs--;
   lock_acquire(&a->extent_lock);
   extent_free(a, slab);
+  arena_decay_tick(a);
   lock_release(&a->extent_lock);
 }
 

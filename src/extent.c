@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "arena.h"
 #include "base.h"
 #include "os.h"
 #include "pagemap.h"
@@ -62,7 +63,11 @@ static void record_delete(arena_t *a, extent_t *r) {
 /* ---- free-extent sets ---- */
 
 static extent_set_t *set_of(arena_t *a, unsigned state) {
-  return state == EXTENT_DIRTY ? &a->dirty : &a->retained;
+  switch (state) {
+  case EXTENT_DIRTY: return &a->dirty;
+  case EXTENT_MUZZY: return &a->muzzy;
+  default: return &a->retained;
+  }
 }
 
 static void set_insert(extent_set_t *s, extent_t *e) {
@@ -70,6 +75,11 @@ static void set_insert(extent_set_t *s, extent_t *e) {
   heap_insert(&s->buckets[b], e);
   s->nonempty[b / 64] |= (uint64_t)1 << (b % 64);
   s->npages += e->npages;
+  e->lru_next = NULL; /* newest last */
+  e->lru_prev = s->lru_tail;
+  if (s->lru_tail) s->lru_tail->lru_next = e;
+  else s->lru_head = e;
+  s->lru_tail = e;
 }
 
 static void set_remove(extent_set_t *s, extent_t *e) {
@@ -77,6 +87,11 @@ static void set_remove(extent_set_t *s, extent_t *e) {
   heap_remove(&s->buckets[b], e);
   if (heap_empty(&s->buckets[b])) s->nonempty[b / 64] &= ~((uint64_t)1 << (b % 64));
   s->npages -= e->npages;
+  if (e->lru_prev) e->lru_prev->lru_next = e->lru_next;
+  else s->lru_head = e->lru_next;
+  if (e->lru_next) e->lru_next->lru_prev = e->lru_prev;
+  else s->lru_tail = e->lru_prev;
+  e->lru_prev = e->lru_next = NULL;
 }
 
 /* The lowest-address extent of the smallest bucket whose extents all hold npages. */
@@ -86,15 +101,6 @@ static extent_t *set_find(const extent_set_t *s, size_t npages) {
     uint64_t bits = s->nonempty[w];
     if (w == b / 64) bits &= ~(uint64_t)0 << (b % 64);
     if (bits) return heap_first(&s->buckets[w * 64 + (unsigned)__builtin_ctzll(bits)]);
-  }
-  return NULL;
-}
-
-/* The largest bucket's lowest extent (purging large runs first means fewer syscalls). */
-static extent_t *set_largest(const extent_set_t *s) {
-  for (int w = (NPAGE_BUCKETS + 63) / 64 - 1; w >= 0; w--) {
-    uint64_t bits = s->nonempty[w];
-    if (bits) return heap_first(&s->buckets[w * 64 + 63 - (unsigned)__builtin_clzll(bits)]);
   }
   return NULL;
 }
@@ -139,10 +145,13 @@ static extent_t *free_neighbor(arena_t *a, uintptr_t page_addr, unsigned state) 
   return n;
 }
 
-/* Inserts e into the set of `state`, first merging it with free neighbours of that state. */
+/* Inserts e into the set of `state`, first merging it with free neighbours of that state.
+ * Pages entering the dirty or muzzy stage are noted for their decay. */
 static void insert_free(arena_t *a, extent_t *e, unsigned state) {
   extent_set_t *set = set_of(a, state);
   e->state = (uint8_t)state;
+  if (state == EXTENT_DIRTY) a->dirty_decay.added += e->npages;
+  else if (state == EXTENT_MUZZY) a->muzzy_decay.added += e->npages;
   extent_t *prev = free_neighbor(a, e->addr - PAGE, state);
   if (prev != NULL) {
     set_remove(set, prev);
@@ -192,6 +201,7 @@ static bool grow(arena_t *a, size_t min_pages) {
   }
   if (a->grow_pages < GROW_MAX_PAGES) a->grow_pages *= 2;
   a->mapped_pages += pages;
+  os_set_huge_pages(p, pages * PAGE, arena_thp_mode);
   e->addr = (uintptr_t)p;
   e->npages = pages;
   insert_free(a, e, EXTENT_RETAINED); /* fresh pages read as zero, like released ones */
@@ -202,7 +212,9 @@ extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_sta
                        unsigned code, bool *zeroed) {
   size_t search = npages + (align_pages > 1 ? align_pages - 1 : 0);
   if (search < npages) return NULL;
+  /* Reuse resident pages first (no page faults), then lazily freed ones, then released. */
   extent_t *f = set_find(&a->dirty, search);
+  if (f == NULL) f = set_find(&a->muzzy, search);
   if (f == NULL) f = set_find(&a->retained, search);
   if (f == NULL) {
     if (!grow(a, search)) return NULL;
@@ -257,6 +269,7 @@ bool extent_grow_in_place(arena_t *a, extent_t *e, size_t npages, unsigned code)
   size_t extra = npages - e->npages;
   uintptr_t end = e->addr + e->npages * PAGE;
   extent_t *n = free_neighbor(a, end, EXTENT_DIRTY);
+  if (n == NULL) n = free_neighbor(a, end, EXTENT_MUZZY);
   if (n == NULL) n = free_neighbor(a, end, EXTENT_RETAINED);
   if (n == NULL || n->npages < extra) return false;
   extent_set_t *set = set_of(a, n->state);
@@ -290,19 +303,32 @@ bool extent_shrink_in_place(arena_t *a, extent_t *e, size_t npages, unsigned cod
   return true;
 }
 
-size_t extent_purge(arena_t *a, size_t keep_pages) {
-  size_t released = 0;
-  if (a->dirty.npages <= keep_pages) return 0;
+size_t extent_move_oldest(arena_t *a, unsigned from, unsigned to, size_t keep_pages, uint64_t deadline_ns) {
+  extent_set_t *set = set_of(a, from);
+  size_t moved = 0;
+  if (set->npages <= keep_pages) return 0;
   a->npurge++;
-  while (a->dirty.npages > keep_pages) {
-    extent_t *e = set_largest(&a->dirty);
-    set_remove(&a->dirty, e);
+  while (set->npages > keep_pages) {
+    extent_t *e = set->lru_head;
+    set_remove(set, e);
     clear_bounds(e);
-    os_release_pages((void *)e->addr, e->npages * PAGE);
+    if (to == EXTENT_MUZZY) {
+      os_lazy_free_pages((void *)e->addr, e->npages * PAGE);
+      a->lazy_freed_pages += e->npages;
+    } else {
+      os_release_pages((void *)e->addr, e->npages * PAGE);
+      a->purged_pages += e->npages;
+    }
     a->nmadvise++;
-    released += e->npages;
-    insert_free(a, e, EXTENT_RETAINED);
+    moved += e->npages;
+    insert_free(a, e, to);
+    if (deadline_ns != 0 && os_now_ns() >= deadline_ns) break;
   }
-  a->purged_pages += released;
-  return released;
+  return moved;
+}
+
+size_t extent_purge(arena_t *a, size_t keep_pages) {
+  /* Muzzy pages first, then dirty ones, all the way to released. */
+  size_t released = extent_move_oldest(a, EXTENT_MUZZY, EXTENT_RETAINED, 0, 0);
+  return released + extent_move_oldest(a, EXTENT_DIRTY, EXTENT_RETAINED, keep_pages, 0);
 }

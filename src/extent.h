@@ -28,8 +28,12 @@ bool extent_grow_in_place(arena_t *a, extent_t *e, size_t npages, unsigned code)
 /* Shrinks a large extent in place to npages (< e->npages); the tail becomes free.
  * Returns false (and changes nothing) only if no metadata record could be had. */
 bool extent_shrink_in_place(arena_t *a, extent_t *e, size_t npages, unsigned code);
-/* Releases dirty pages to the OS until at most keep_pages dirty pages remain. Returns
- * the number of pages released. */
+/* Moves the oldest free extents of state `from` to state `to` (EXTENT_MUZZY: lazily
+ * freed with MADV_FREE; EXTENT_RETAINED: released with MADV_DONTNEED) until at most
+ * keep_pages remain in `from`, or until deadline_ns (0: none) has passed. Returns the
+ * pages moved. */
+size_t extent_move_oldest(arena_t *a, unsigned from, unsigned to, size_t keep_pages, uint64_t deadline_ns);
+/* Releases every muzzy page and dirty pages down to keep_pages. Returns pages released. */
 size_t extent_purge(arena_t *a, size_t keep_pages);
 /* Sets page-map entries for an active extent (slab: all pages; large: first and last). */
 void extent_map_active(extent_t *e, unsigned code);

@@ -12,6 +12,7 @@
 #include <pthread.h>
 
 #include "arena.h"
+#include "background.h"
 #include "base.h"
 #include "internal.h"
 #include "tcache.h"
@@ -42,6 +43,7 @@ static void fork_child(void) {
   base_fork_child();
   arenas_fork_child();
   tcache_fork_child();
+  background_fork_child();
   /* glibc may or may not have reset the list lock already (it does for multi-threaded
    * parents); only this thread exists now, so resetting it is always right. */
   if (_IO_list_resetlock) _IO_list_resetlock();

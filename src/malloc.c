@@ -14,6 +14,7 @@
 #include "tessera.h"
 
 #include "arena.h"
+#include "background.h"
 #include "base.h"
 #include "bin.h"
 #include "control.h"
@@ -60,6 +61,18 @@ static inline bool malloc_init(void) {
          malloc_init_slow();
 }
 
+/* Set once the library's constructor has run: libc is fully up, so threads may be
+ * started (the first allocations can come from the dynamic loader, before that). */
+static _Atomic bool constructed;
+
+/* Initialises tessera even in programs that never allocate, so that option warnings and
+ * stats_print work everywhere, and starts the background thread if asked for. */
+__attribute__((constructor)) static void tessera_constructor(void) {
+  malloc_init();
+  atomic_store(&constructed, true);
+  background_maybe_start();
+}
+
 /* ---- slow paths ---- */
 
 /* Bytes this thread allocated and freed outside its cache bins (the bins count their
@@ -91,6 +104,7 @@ NOINLINE static void *malloc_slow(size_t size) {
     errno = ENOMEM;
     return NULL;
   }
+  if (unlikely(opt_background_thread && background_state == BG_NONE && constructed)) background_maybe_start();
   tcache_t *tc = tcache_get();
   void *p;
   if (size <= LOOKUP_MAX) {

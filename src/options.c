@@ -5,6 +5,7 @@
 
 #include "fatal.h"
 #include "os.h"
+#include "size_class.h"
 
 #ifndef TESSERA_CONF_DEFAULT
 #define TESSERA_CONF_DEFAULT ""
@@ -29,66 +30,107 @@ bool opt_junk = false;
 bool opt_zero = false;
 bool opt_stats_print = false;
 char opt_stats_print_opts[16] = "";
+char opt_slab_sizes[256] = "";
+
+static bool valid_thp(const char *v, size_t len);
+static bool valid_stats_opts(const char *v, size_t len);
+static bool valid_slab_sizes(const char *v, size_t len);
+
+#define BOOL_OPTION(name, var, doc) {name, OPTION_BOOL, &var, 0, 1, doc, NULL, NULL}
+#define NUM_OPTION(name, type, var, lo, hi, doc) {name, type, &var, lo, hi, doc, NULL, NULL}
+#define STRING_OPTION(name, var, doc, accepted, valid) \
+  {name, OPTION_STRING, var, 0, sizeof(var) - 1, doc, accepted, valid}
 
 const option_def_t option_table[] = {
-    {"abort_conf", OPTION_BOOL, &opt_abort_conf, 0, 1,
-     "Abort on a bad option instead of warning and keeping the default."},
-    {"narenas", OPTION_UNSIGNED, &opt_narenas, 0, MAX_ARENAS,
-     "Number of arenas; 0 means one per CPU the process may run on."},
-    {"tcache", OPTION_BOOL, &opt_tcache, 0, 1, "Per-thread caches of free blocks."},
-    {"tcache_max", OPTION_SIZE, &opt_tcache_max, 0, TCACHE_MAX_LIMIT,
-     "Largest block size kept in thread caches, in bytes."},
-    {"tcache_nslots_small_min", OPTION_UNSIGNED, &opt_tcache_nslots_small_min, 1, 8192,
-     "Fewest blocks a small-class thread-cache bin holds."},
-    {"tcache_nslots_small_max", OPTION_UNSIGNED, &opt_tcache_nslots_small_max, 1, 8192,
-     "Most blocks a small-class thread-cache bin holds."},
-    {"lg_tcache_nslots_mul", OPTION_UNSIGNED, &opt_lg_tcache_nslots_mul, 0, 8,
-     "A small bin holds (regions per slab) << this, before clamping."},
-    {"dirty_decay_ms", OPTION_SSIZE, &opt_dirty_decay_ms, -1, 3600000,
-     "Time (ms) over which unused dirty pages are released to the OS; -1 never, 0 at once."},
-    {"muzzy_decay_ms", OPTION_SSIZE, &opt_muzzy_decay_ms, -1, 3600000,
-     "Time (ms) pages stay lazily freed (MADV_FREE) before release; 0 skips that stage."},
-    {"background_thread", OPTION_BOOL, &opt_background_thread, 0, 1,
-     "A background thread that releases unused memory while the program is idle."},
-    {"thp", OPTION_STRING, opt_thp, 0, sizeof(opt_thp) - 1,
-     "Transparent huge pages for arena memory: default (the system's setting), always, never."},
-    {"junk", OPTION_BOOL, &opt_junk, 0, 1,
-     "Fill new blocks with 0xa5 and freed blocks with 0x5a (debugging; bypasses the thread cache)."},
-    {"zero", OPTION_BOOL, &opt_zero, 0, 1, "Zero every new block (debugging; bypasses the thread cache)."},
-    {"stats_print", OPTION_BOOL, &opt_stats_print, 0, 1, "Print statistics to stderr at exit."},
-    {"stats_print_opts", OPTION_STRING, opt_stats_print_opts, 0, sizeof(opt_stats_print_opts) - 1,
-     "Options for the exit statistics: J for JSON."},
+    BOOL_OPTION("abort_conf", opt_abort_conf,
+                "Abort on a bad option instead of warning and keeping the default."),
+    NUM_OPTION("narenas", OPTION_UNSIGNED, opt_narenas, 0, MAX_ARENAS,
+               "Number of arenas; 0 means one per CPU the process may run on."),
+    BOOL_OPTION("tcache", opt_tcache, "Per-thread caches of free blocks."),
+    NUM_OPTION("tcache_max", OPTION_SIZE, opt_tcache_max, 0, TCACHE_MAX_LIMIT,
+               "Largest block size kept in thread caches, in bytes."),
+    NUM_OPTION("tcache_nslots_small_min", OPTION_UNSIGNED, opt_tcache_nslots_small_min, 1, 8192,
+               "Fewest blocks a small-class thread-cache bin holds."),
+    NUM_OPTION("tcache_nslots_small_max", OPTION_UNSIGNED, opt_tcache_nslots_small_max, 1, 8192,
+               "Most blocks a small-class thread-cache bin holds."),
+    NUM_OPTION("lg_tcache_nslots_mul", OPTION_UNSIGNED, opt_lg_tcache_nslots_mul, 0, 8,
+               "A small bin holds (regions per slab) << this, before clamping."),
+    STRING_OPTION("slab_sizes", opt_slab_sizes,
+                  "Slab size in pages for the small classes in a size range, e.g. 1-4096:17|128-128:2 "
+                  "(clamped to what a slab can hold).",
+                  "lo-hi:pages ranges separated by |, 1 <= lo <= hi, pages >= 1, 255 characters at most", valid_slab_sizes),
+    NUM_OPTION("dirty_decay_ms", OPTION_SSIZE, opt_dirty_decay_ms, -1, 3600000,
+               "Time (ms) over which unused dirty pages are released to the OS; -1 never, 0 at once."),
+    NUM_OPTION("muzzy_decay_ms", OPTION_SSIZE, opt_muzzy_decay_ms, -1, 3600000,
+               "Time (ms) pages stay lazily freed (MADV_FREE) before release; 0 skips that stage."),
+    BOOL_OPTION("background_thread", opt_background_thread,
+                "A background thread that releases unused memory while the program is idle."),
+    STRING_OPTION("thp", opt_thp,
+                  "Transparent huge pages for arena memory: default (the system's setting), always, never.",
+                  "default, always or never", valid_thp),
+    BOOL_OPTION("junk", opt_junk,
+                "Fill new blocks with 0xa5 and freed blocks with 0x5a (debugging; bypasses the thread cache)."),
+    BOOL_OPTION("zero", opt_zero, "Zero every new block (debugging; bypasses the thread cache)."),
+    BOOL_OPTION("stats_print", opt_stats_print, "Print statistics to stderr at exit."),
+    STRING_OPTION("stats_print_opts", opt_stats_print_opts,
+                  "Letters for the exit statistics: J for JSON; leave out g general, a arenas, b bins, "
+                  "l large, x locks, t thread caches.",
+                  "letters from Jgablxt", valid_stats_opts),
 };
 const unsigned option_count = sizeof(option_table) / sizeof(option_table[0]);
+_Static_assert(sizeof(option_table) / sizeof(option_table[0]) <= OPTION_MAX, "raise OPTION_MAX");
 
+static bool valid_thp(const char *v, size_t len) {
+  return (len == 7 && memcmp(v, "default", 7) == 0) || (len == 6 && memcmp(v, "always", 6) == 0) ||
+         (len == 5 && memcmp(v, "never", 5) == 0);
+}
+
+static bool valid_stats_opts(const char *v, size_t len) {
+  for (size_t i = 0; i < len; i++)
+    if (strchr("Jgablxt", v[i]) == NULL || v[i] == '\0') return false;
+  return true;
+}
+
+static bool valid_slab_sizes(const char *v, size_t len) { return slab_sizes_valid(v, len); }
+
+const option_def_t *option_find(const char *name, size_t len) {
+  for (unsigned i = 0; i < option_count; i++)
+    if (strlen(option_table[i].name) == len && memcmp(option_table[i].name, name, len) == 0)
+      return &option_table[i];
+  return NULL;
+}
+
+static unsigned rejected_total; /* bad entries over every source: abort_conf acts on it */
+static char default_text[OPTION_MAX][32];
+
+/* Appends s (len bytes) to line[*n], keeping room for "\n\0". */
+static void put(char *line, size_t cap, size_t *n, const char *s, size_t len) {
+  if (*n + len > cap - 2) len = cap - 2 - *n;
+  memcpy(line + *n, s, len);
+  *n += len;
+}
+
+/* One stderr line: tessera: <source>: <what> '<key>[:<value>]' <expected> */
 static void complain(const char *source, const char *what, const char *key, size_t keylen,
                      const char *value, size_t valuelen, const char *expected) {
   char line[512];
   size_t n = 0;
-#define PUT(s, l)                                            \
-  do {                                                       \
-    size_t l_ = (l);                                         \
-    if (n + l_ > sizeof(line) - 2) l_ = sizeof(line) - 2 - n; \
-    memcpy(line + n, (s), l_);                               \
-    n += l_;                                                 \
-  } while (0)
-  PUT("tessera: ", 9);
-  PUT(source, strlen(source));
-  PUT(": ", 2);
-  PUT(what, strlen(what));
-  PUT(" '", 2);
-  PUT(key, keylen);
+  put(line, sizeof(line), &n, "tessera: ", 9);
+  put(line, sizeof(line), &n, source, strlen(source));
+  put(line, sizeof(line), &n, ": ", 2);
+  put(line, sizeof(line), &n, what, strlen(what));
+  put(line, sizeof(line), &n, " '", 2);
+  put(line, sizeof(line), &n, key, keylen);
   if (value != NULL) {
-    PUT(":", 1);
-    PUT(value, valuelen);
+    put(line, sizeof(line), &n, ":", 1);
+    put(line, sizeof(line), &n, value, valuelen);
   }
-  PUT("' ", 2);
-  PUT(expected, strlen(expected));
-#undef PUT
+  put(line, sizeof(line), &n, "' ", 2);
+  put(line, sizeof(line), &n, expected, strlen(expected));
   line[n++] = '\n';
   line[n] = '\0';
   os_write_stderr(line);
-  if (opt_abort_conf) fatal("aborting on a bad option (abort_conf:true)");
+  rejected_total++;
 }
 
 static bool parse_number(const char *s, size_t len, unsigned long long *out) {
@@ -109,6 +151,16 @@ static bool parse_number(const char *s, size_t len, unsigned long long *out) {
   return true;
 }
 
+static bool set_signed(const option_def_t *d, const char *v, size_t vlen) {
+  unsigned long long num;
+  bool negative = vlen > 0 && v[0] == '-';
+  if (!parse_number(v + negative, vlen - negative, &num) || num > (unsigned long long)LLONG_MAX) return false;
+  long long value = negative ? -(long long)num : (long long)num;
+  if (value < d->min || value > d->max) return false;
+  *(ssize_t *)d->value = (ssize_t)value;
+  return true;
+}
+
 static bool set_option(const option_def_t *d, const char *v, size_t vlen) {
   unsigned long long num;
   switch (d->type) {
@@ -123,16 +175,11 @@ static bool set_option(const option_def_t *d, const char *v, size_t vlen) {
     if (d->type == OPTION_UNSIGNED) *(unsigned *)d->value = (unsigned)num;
     else *(size_t *)d->value = (size_t)num;
     return true;
-  case OPTION_SSIZE: {
-    bool negative = vlen > 0 && v[0] == '-';
-    if (!parse_number(v + negative, vlen - negative, &num) || num > (unsigned long long)LLONG_MAX) return false;
-    long long value = negative ? -(long long)num : (long long)num;
-    if (value < d->min || value > d->max) return false;
-    *(ssize_t *)d->value = (ssize_t)value;
-    return true;
-  }
+  case OPTION_SSIZE:
+    return set_signed(d, v, vlen);
   case OPTION_STRING:
-    if (vlen > (size_t)d->max) return false;
+    if (vlen > (size_t)d->max || memchr(v, '\0', vlen) != NULL) return false;
+    if (d->valid != NULL && !d->valid(v, vlen)) return false;
     memcpy(d->value, v, vlen);
     ((char *)d->value)[vlen] = '\0';
     return true;
@@ -140,32 +187,75 @@ static bool set_option(const option_def_t *d, const char *v, size_t vlen) {
   return false;
 }
 
-static const char *expectation(const option_def_t *d, char *buf, size_t len) {
+static void format_signed(char *buf, long long v) {
+  if (v < 0) {
+    buf[0] = '-';
+    format_dec(buf + 1, (unsigned long long)-v);
+  } else {
+    format_dec(buf, (unsigned long long)v);
+  }
+}
+
+void option_accepted(const option_def_t *d, char *buf, size_t len) {
   char lo[24], hi[24];
-  const char *parts[5] = {"(expected ", "", "", "", "; keeping the previous value)"};
+  size_t n = 0;
+  buf[0] = '\0';
+  if (len < 3) return;
   switch (d->type) {
-  case OPTION_BOOL: parts[1] = "true or false"; break;
-  case OPTION_STRING: parts[1] = "a string of at most "; parts[2] = format_dec(hi, (unsigned long long)d->max); parts[3] = " characters"; break;
-  default:
-    parts[1] = "an integer in [";
-    if (d->min < 0) { lo[0] = '-'; format_dec(lo + 1, (unsigned long long)-d->min); }
-    else format_dec(lo, (unsigned long long)d->min);
+  case OPTION_BOOL: put(buf, len, &n, "true or false", 13); break;
+  case OPTION_STRING:
+    if (d->accepted != NULL) {
+      put(buf, len, &n, d->accepted, strlen(d->accepted));
+      break;
+    }
+    put(buf, len, &n, "a string of at most ", 20);
     format_dec(hi, (unsigned long long)d->max);
-    parts[2] = lo;
-    parts[3] = hi;
+    put(buf, len, &n, hi, strlen(hi));
+    put(buf, len, &n, " characters", 11);
+    break;
+  default:
+    format_signed(lo, d->min);
+    format_signed(hi, d->max);
+    put(buf, len, &n, "an integer in [", 15);
+    put(buf, len, &n, lo, strlen(lo));
+    put(buf, len, &n, ", ", 2);
+    put(buf, len, &n, hi, strlen(hi));
+    put(buf, len, &n, "]", 1);
     break;
   }
-  size_t n = 0;
-  for (int i = 0; i < 5; i++) {
-    const char *p = parts[i];
-    if (d->type != OPTION_BOOL && d->type != OPTION_STRING && i == 3) {
-      if (n + 2 < len) { buf[n++] = ','; buf[n++] = ' '; }
-    }
-    for (; *p && n + 1 < len; p++) buf[n++] = *p;
-    if (d->type != OPTION_BOOL && d->type != OPTION_STRING && i == 3 && n + 1 < len) buf[n++] = ']';
-  }
   buf[n] = '\0';
-  return buf;
+}
+
+static void reject_value(const char *source, const option_def_t *d, const char *key, size_t keylen,
+                         const char *v, size_t vlen) {
+  char accepted[200], expected[256];
+  size_t n = 0;
+  option_accepted(d, accepted, sizeof(accepted));
+  put(expected, sizeof(expected), &n, "(expected ", 10);
+  put(expected, sizeof(expected), &n, accepted, strlen(accepted));
+  put(expected, sizeof(expected), &n, "; keeping the previous value)", 29);
+  expected[n] = '\0';
+  complain(source, "bad value for", key, keylen, v, vlen, expected);
+}
+
+/* Applies one "key:value" entry of length len. Returns false if it was rejected. */
+static bool parse_entry(const char *p, size_t len, const char *source) {
+  const char *colon = memchr(p, ':', len);
+  size_t keylen = (size_t)((colon ? colon : p + len) - p);
+  const option_def_t *d = option_find(p, keylen);
+  if (d == NULL) {
+    complain(source, "unknown option", p, keylen, NULL, 0, "(ignored; see docs/options.md)");
+    return false;
+  }
+  if (colon == NULL) {
+    complain(source, "missing value for", p, keylen, NULL, 0, "(expected key:value)");
+    return false;
+  }
+  const char *v = colon + 1;
+  size_t vlen = len - keylen - 1;
+  if (set_option(d, v, vlen)) return true;
+  reject_value(source, d, p, keylen, v, vlen);
+  return false;
 }
 
 unsigned options_parse(const char *conf, const char *source) {
@@ -174,28 +264,7 @@ unsigned options_parse(const char *conf, const char *source) {
   while (*p) {
     const char *end = strchr(p, ',');
     if (end == NULL) end = p + strlen(p);
-    const char *colon = memchr(p, ':', (size_t)(end - p));
-    size_t keylen = (size_t)((colon ? colon : end) - p);
-    if (keylen == 0 && end == p) { p = *end ? end + 1 : end; continue; } /* empty entry */
-    const option_def_t *d = NULL;
-    for (unsigned i = 0; i < option_count; i++)
-      if (strlen(option_table[i].name) == keylen && memcmp(option_table[i].name, p, keylen) == 0)
-        d = &option_table[i];
-    if (d == NULL) {
-      complain(source, "unknown option", p, keylen, NULL, 0, "(ignored; see docs/options.md)");
-      rejected++;
-    } else if (colon == NULL) {
-      complain(source, "missing value for", p, keylen, NULL, 0, "(expected key:value)");
-      rejected++;
-    } else {
-      const char *v = colon + 1;
-      size_t vlen = (size_t)(end - v);
-      if (!set_option(d, v, vlen)) {
-        char buf[160];
-        complain(source, "bad value for", p, keylen, v, vlen, expectation(d, buf, sizeof(buf)));
-        rejected++;
-      }
-    }
+    if (end > p && !parse_entry(p, (size_t)(end - p), source)) rejected++;
     p = *end ? end + 1 : end;
   }
   return rejected;
@@ -208,10 +277,7 @@ void option_format(const option_def_t *d, char *buf, size_t len) {
   case OPTION_BOOL: s = *(bool *)d->value ? "true" : "false"; break;
   case OPTION_UNSIGNED: s = format_dec(tmp, *(unsigned *)d->value); break;
   case OPTION_SIZE: s = format_dec(tmp, *(size_t *)d->value); break;
-  case OPTION_SSIZE:
-    if (*(ssize_t *)d->value < 0) { tmp[0] = '-'; format_dec(tmp + 1, (unsigned long long)-*(ssize_t *)d->value); s = tmp; }
-    else s = format_dec(tmp, (unsigned long long)*(ssize_t *)d->value);
-    break;
+  case OPTION_SSIZE: format_signed(tmp, (long long)*(ssize_t *)d->value); s = tmp; break;
   default: s = (const char *)d->value; break;
   }
   size_t n = strlen(s);
@@ -220,8 +286,16 @@ void option_format(const option_def_t *d, char *buf, size_t len) {
   buf[n] = '\0';
 }
 
+const char *option_default(const option_def_t *d) { return default_text[d - option_table]; }
+
+static void capture_defaults(void) {
+  for (unsigned i = 0; i < option_count; i++)
+    option_format(&option_table[i], default_text[i], sizeof(default_text[i]));
+}
+
 void options_init(void) {
   static char buf[4096];
+  capture_defaults();
   options_parse(TESSERA_CONF_DEFAULT, "built-in default");
   if (&tessera_conf != NULL && tessera_conf != NULL) options_parse(tessera_conf, "tessera_conf");
   if (os_read_config_file("/etc/tessera.conf", buf, sizeof(buf))) {
@@ -230,6 +304,10 @@ void options_init(void) {
     options_parse(buf, "/etc/tessera.conf");
   }
   if (os_getenv("TESSERA_CONF", buf, sizeof(buf))) options_parse(buf, "TESSERA_CONF");
+  if (opt_abort_conf && rejected_total > 0) fatal("aborting on a bad option (abort_conf:true)");
   if (opt_tcache_nslots_small_min > opt_tcache_nslots_small_max)
     opt_tcache_nslots_small_min = opt_tcache_nslots_small_max;
+  /* The class table was derived before the options were read: slab_sizes may change it.
+   * Nothing has been allocated yet, so it can still change. */
+  if (opt_slab_sizes[0] != '\0') size_class_init();
 }

@@ -5,7 +5,9 @@
  * Sources, later overriding earlier: the compiled-in default (TESSERA_CONF_DEFAULT),
  * the `tessera_conf` string a program may define, /etc/tessera.conf (a file, or a
  * symlink whose target is the string), and the TESSERA_CONF environment variable
- * (ignored for setuid programs). Syntax: "key:value,key:value".
+ * (ignored for setuid programs). Syntax: "key:value,key:value". A bad entry prints one
+ * line naming the key, the value and what is accepted, and keeps the previous value;
+ * with abort_conf:true (from any source) the process aborts once every source is read.
  */
 #ifndef TESSERA_OPTIONS_H
 #define TESSERA_OPTIONS_H
@@ -27,6 +29,9 @@ extern bool opt_junk;
 extern bool opt_zero;
 extern bool opt_stats_print;
 extern char opt_stats_print_opts[16];
+/* "lo-hi:pages|lo-hi:pages|...": slab size in pages for the small classes whose size
+ * lies in [lo, hi]; applied by size_class_init in order, later ranges winning. */
+extern char opt_slab_sizes[256];
 
 typedef enum option_type { OPTION_BOOL, OPTION_UNSIGNED, OPTION_SIZE, OPTION_SSIZE, OPTION_STRING } option_type_t;
 
@@ -36,10 +41,22 @@ typedef struct option_def {
   void *value;
   long long min, max; /* numbers: the accepted range; strings: max = capacity */
   const char *doc;
+  /* Strings only, both optional: what a value must look like (for messages and the
+   * docs), and the check that enforces it. */
+  const char *accepted;
+  bool (*valid)(const char *value, size_t len);
 } option_def_t;
 
 extern const option_def_t option_table[];
 extern const unsigned option_count;
+#define OPTION_MAX 48 /* room in the defaults table; a static assert keeps the table below */
+
+/* The text of option d's compiled-in default (captured before any source is read). */
+const char *option_default(const option_def_t *d);
+/* The table entry named name, or NULL. */
+const option_def_t *option_find(const char *name, size_t len);
+/* Writes "true or false", "an integer in [lo, hi]", ... (what the option accepts). */
+void option_accepted(const option_def_t *d, char *buf, size_t len);
 
 /* Reads every source. Warnings go to stderr; with abort_conf:true a bad entry aborts. */
 void options_init(void);

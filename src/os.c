@@ -32,6 +32,20 @@ bool os_release_pages(void *addr, size_t size) {
   return ok;
 }
 
+bool os_lazy_free_pages(void *addr, size_t size) {
+  int saved = errno;
+  bool ok = madvise(addr, size, MADV_FREE) == 0 || madvise(addr, size, MADV_DONTNEED) == 0;
+  errno = saved;
+  return ok;
+}
+
+void os_set_huge_pages(void *addr, size_t size, int mode) {
+  if (mode == 0) return;
+  int saved = errno;
+  madvise(addr, size, mode == 1 ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+  errno = saved;
+}
+
 size_t os_page_size(void) {
   unsigned long sz = getauxval(AT_PAGESZ);
   return sz ? (size_t)sz : 4096;

@@ -18,6 +18,13 @@ void os_unmap(void *addr, size_t size);
 /* Releases the pages of a range but keeps the address range: the next touch reads
  * zeros (MADV_DONTNEED). Returns false if the kernel refused. */
 bool os_release_pages(void *addr, size_t size);
+/* Lets the kernel take the pages of a range lazily, when it needs memory (MADV_FREE):
+ * until then they stay resident and may keep their contents. Falls back to
+ * os_release_pages where MADV_FREE is unsupported. Returns false if both fail. */
+bool os_lazy_free_pages(void *addr, size_t size);
+/* Transparent huge pages for a range: mode 1 asks for them (MADV_HUGEPAGE), mode 2
+ * forbids them (MADV_NOHUGEPAGE), 0 leaves the system default. */
+void os_set_huge_pages(void *addr, size_t size, int mode);
 /* The kernel's page size; tessera requires it to be PAGE (4 KiB). */
 size_t os_page_size(void);
 /* The number of CPUs this process may run on (at least 1). */

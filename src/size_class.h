@@ -26,7 +26,11 @@ extern class_info_t class_infos[NCACHED_MAX];
 /* class_of_lookup[(size + 15) >> 4]: the class of any size up to LOOKUP_MAX. */
 extern uint8_t class_of_lookup[(LOOKUP_MAX >> 4) + 1];
 
+/* Derives the table; applies opt_slab_sizes (options.h) to the small classes' slabs. */
 void size_class_init(void);
+/* True when s (len bytes) is a valid slab_sizes value: "lo-hi:pages" ranges separated by
+ * '|', decimal numbers, 1 <= lo <= hi, pages >= 1. */
+bool slab_sizes_valid(const char *s, size_t len);
 /* The class index of any size >= 1 (the smallest class whose size is >= size). */
 unsigned size_to_class_compute(size_t size);
 /* The size of class index c (any index, small or large). */

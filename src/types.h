@@ -75,6 +75,8 @@ typedef enum extent_state {
   EXTENT_SLAB = 1,  /* active: a slab of one small class */
   EXTENT_LARGE,     /* active: one large block */
   EXTENT_DIRTY,     /* free, pages still resident (touched before) */
+  EXTENT_MUZZY,     /* free, pages handed to the kernel lazily (MADV_FREE): may still count
+                       as resident until the kernel needs them; contents undefined */
   EXTENT_RETAINED,  /* free, pages released to the OS (or never touched): reads as zero */
 } extent_state_t;
 
@@ -91,6 +93,8 @@ typedef struct extent {
   struct extent *heap_child;
   struct extent *heap_next;
   struct extent *heap_prev; /* parent when first child, else previous sibling */
+  /* free extents: the set's list, oldest first (decay purges the oldest pages first) */
+  struct extent *lru_prev, *lru_next;
   /* slab only */
   uint32_t nfree;     /* free regions */
   uint32_t nregs;     /* regions in the slab */
@@ -107,7 +111,17 @@ typedef struct extent_set {
   extent_heap_t buckets[NPAGE_BUCKETS];
   uint64_t nonempty[(NPAGE_BUCKETS + 63) / 64];
   size_t npages; /* total pages in the set */
+  extent_t *lru_head, *lru_tail; /* every extent of the set, oldest first */
 } extent_set_t;
+
+/* Decay of one stage (dirty -> muzzy/retained, or muzzy -> retained): see decay.c. */
+#define DECAY_NEPOCHS 200
+typedef struct decay {
+  uint64_t epoch_start_ns;       /* when the current epoch began */
+  size_t added;                  /* pages that entered the stage during this epoch */
+  size_t backlog[DECAY_NEPOCHS]; /* pages that entered in each past epoch, newest last */
+  ssize_t ms;                    /* the decay time the backlog was built with */
+} decay_t;
 
 /* ---- bin.h ---- */
 typedef struct bin {
@@ -132,7 +146,10 @@ typedef struct arena {
   _Atomic unsigned nthreads; /* threads bound to it */
   lock_t extent_lock;        /* guards the extent sets and the large counters */
   extent_set_t dirty;
+  extent_set_t muzzy;
   extent_set_t retained;
+  decay_t dirty_decay;
+  decay_t muzzy_decay;
   size_t grow_pages;         /* size of the next mapping from the OS */
   _Atomic ssize_t dirty_decay_ms; /* -1 never purge, 0 purge at once, else the decay time */
   _Atomic ssize_t muzzy_decay_ms;
@@ -144,7 +161,8 @@ typedef struct arena {
   uint64_t ndalloc_large;
   uint64_t npurge;           /* purge passes */
   uint64_t nmadvise;         /* madvise calls */
-  uint64_t purged_pages;
+  uint64_t purged_pages;     /* pages released (MADV_DONTNEED) */
+  uint64_t lazy_freed_pages; /* pages lazily freed (MADV_FREE) */
   extent_t *spare_records[2]; /* unused extent records, without/with a bitmap */
   bin_t bins[NSMALL];
 } arena_t;

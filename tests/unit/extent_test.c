@@ -28,7 +28,7 @@ static extent_t *active[MAX_ACTIVE];
 static unsigned nactive;
 static extent_t *all[MAX_ALL];
 static unsigned nall;
-static size_t walked_pages[2];
+static size_t walked_pages[3];
 
 static uint64_t pattern(const extent_t *e, size_t page) { return (e->addr >> LG_PAGE) * 2654435761u + page; }
 
@@ -52,7 +52,7 @@ static void walk_heap(const extent_t *e, unsigned state, unsigned bucket) {
     CHECK(!(pm_code(after) == 0 && pm_extent(after) && pm_extent(after)->state == state), "right neighbour not coalesced");
     CHECK(nall < MAX_ALL, "too many extents");
     all[nall++] = (extent_t *)e;
-    walked_pages[state == EXTENT_DIRTY ? 0 : 1] += e->npages;
+    walked_pages[state == EXTENT_DIRTY ? 0 : state == EXTENT_MUZZY ? 1 : 2] += e->npages;
     walk_heap(e->heap_child, state, bucket);
   }
 }
@@ -64,7 +64,7 @@ static int by_addr(const void *x, const void *y) {
 
 static void check_invariants(void) {
   nall = 0;
-  walked_pages[0] = walked_pages[1] = 0;
+  walked_pages[0] = walked_pages[1] = walked_pages[2] = 0;
   size_t active_pages = 0;
   for (unsigned i = 0; i < nactive; i++) {
     extent_t *e = active[i];
@@ -80,16 +80,27 @@ static void check_invariants(void) {
     all[nall++] = e;
   }
   CHECK(active_pages == arena->active_pages, "active pages %zu vs %zu", active_pages, arena->active_pages);
-  const extent_set_t *sets[2] = {&arena->dirty, &arena->retained};
-  unsigned states[2] = {EXTENT_DIRTY, EXTENT_RETAINED};
-  for (int s = 0; s < 2; s++)
+  const extent_set_t *sets[3] = {&arena->dirty, &arena->muzzy, &arena->retained};
+  unsigned states[3] = {EXTENT_DIRTY, EXTENT_MUZZY, EXTENT_RETAINED};
+  for (int s = 0; s < 3; s++) {
+    size_t listed = 0;
+    for (const extent_t *e = sets[s]->lru_head; e != NULL; e = e->lru_next) {
+      CHECK(e->state == states[s], "LRU list holds extents of its state");
+      CHECK(e->lru_next != NULL || e == sets[s]->lru_tail, "LRU tail");
+      listed += e->npages;
+    }
+    CHECK(listed == sets[s]->npages, "LRU list covers the set: %zu vs %zu", listed, sets[s]->npages);
+  }
+  for (int s = 0; s < 3; s++)
     for (unsigned b = 0; b < NPAGE_BUCKETS; b++) {
       bool nonempty = (sets[s]->nonempty[b / 64] >> (b % 64)) & 1;
       CHECK(nonempty == (sets[s]->buckets[b].root != NULL), "nonempty bit of bucket %u", b);
       walk_heap(sets[s]->buckets[b].root, states[s], b);
     }
-  CHECK(walked_pages[0] == arena->dirty.npages && walked_pages[1] == arena->retained.npages, "set page counts");
-  CHECK(active_pages + walked_pages[0] + walked_pages[1] == arena->mapped_pages, "pages add up to mapped");
+  CHECK(walked_pages[0] == arena->dirty.npages && walked_pages[1] == arena->muzzy.npages &&
+            walked_pages[2] == arena->retained.npages, "set page counts");
+  CHECK(active_pages + walked_pages[0] + walked_pages[1] + walked_pages[2] == arena->mapped_pages,
+        "pages add up to mapped");
   qsort(all, nall, sizeof(all[0]), by_addr);
   for (unsigned i = 1; i < nall; i++)
     CHECK(all[i - 1]->addr + all[i - 1]->npages * PAGE <= all[i]->addr, "extents overlap");
@@ -139,10 +150,15 @@ int main(void) {
       size_t want = 1 + unit_rand() % (e->npages - 1);
       CHECK(extent_shrink_in_place(arena, e, want, CODE_LARGE), "shrink");
       verify(e, want);
-    } else {
+    } else if (op < 99) {
       size_t keep = unit_rand() % 2 ? 0 : unit_rand() % 1000;
       extent_purge(arena, keep);
-      CHECK(arena->dirty.npages <= keep, "purged down to %zu", keep);
+      CHECK(arena->dirty.npages <= keep && arena->muzzy.npages == 0, "purged down to %zu", keep);
+    } else {
+      /* Decay's first stage: the oldest dirty pages become muzzy (MADV_FREE). */
+      size_t keep = unit_rand() % 500;
+      extent_move_oldest(arena, EXTENT_DIRTY, EXTENT_MUZZY, keep, 0);
+      CHECK(arena->dirty.npages <= keep, "dirty down to %zu", keep);
     }
     check_invariants();
   }
