@@ -1,0 +1,134 @@
+/*
+ * Returning memory (issue 4), one scenario per invocation (argv[1]):
+ *   trim        pages really are released: RSS drops after malloc_trim(0), live data intact
+ *   immediate   dirty_decay_ms:0 releases freed pages at once
+ *   never       dirty_decay_ms:-1 never releases (even on later allocation activity)
+ *   curve       dirty_decay_ms:1000: after 1.5 s of idleness plus one allocation, released
+ *   background  background_thread:true: released while the program sleeps, no activity
+ *   fork        background_thread:true survives fork: the child allocates and exits 0
+ * The driver sets TESSERA_CONF for each; RSS comes from /proc/self/statm.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <malloc.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tessera.h"
+
+#define MIB ((size_t)1 << 20)
+#define NBLOCKS 256
+#define BLOCK (256 * 1024) /* large blocks: 64 MiB in all */
+
+static size_t rss_bytes(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  unsigned long size = 0, resident = 0;
+  if (f == NULL || fscanf(f, "%lu %lu", &size, &resident) != 2) {
+    fprintf(stderr, "cannot read /proc/self/statm\n");
+    exit(2);
+  }
+  fclose(f);
+  return resident * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+  while (nanosleep(&ts, &ts) != 0) {}
+}
+
+#define EXPECT(cond, ...)                                          \
+  do {                                                             \
+    if (!(cond)) {                                                 \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);         \
+      fprintf(stderr, __VA_ARGS__);                                \
+      fprintf(stderr, "\n");                                       \
+      exit(1);                                                     \
+    }                                                              \
+  } while (0)
+
+static void *blocks[NBLOCKS];
+
+/* Fills 64 MiB, keeps one block in 16 alive, frees the rest; returns the RSS before. */
+static size_t build_and_free(void) {
+  for (int i = 0; i < NBLOCKS; i++) {
+    blocks[i] = malloc(BLOCK);
+    EXPECT(blocks[i] != NULL, "malloc");
+    memset(blocks[i], i & 0xff, BLOCK);
+  }
+  size_t peak = rss_bytes();
+  for (int i = 0; i < NBLOCKS; i++)
+    if (i % 16 != 0) {
+      free(blocks[i]);
+      blocks[i] = NULL;
+    }
+  return peak;
+}
+
+static void check_survivors(void) {
+  for (int i = 0; i < NBLOCKS; i += 16) {
+    const unsigned char *p = blocks[i];
+    for (size_t k = 0; k < BLOCK; k += 4096) EXPECT(p[k] == (i & 0xff), "survivor %d byte %zu", i, k);
+  }
+}
+
+static void activity(void) { free(malloc(BLOCK)); } /* reaches the arena: runs decay */
+
+int main(int argc, char **argv) {
+  EXPECT(argc == 2, "usage: decay_test trim|immediate|never|curve|background|fork");
+  EXPECT(strcmp(tessera_version(), "") != 0, "not running on tessera");
+  const char *mode = argv[1];
+  size_t base = rss_bytes();
+  size_t peak = build_and_free();
+  size_t live = (NBLOCKS / 16) * (size_t)BLOCK;
+  EXPECT(peak >= base + 60 * MIB, "the workload should be resident: %zu -> %zu", base, peak);
+  size_t target = base + live + 8 * MIB; /* what "given back" means here */
+  if (strcmp(mode, "trim") == 0) {
+    EXPECT(rss_bytes() > target, "with the default decay nothing should be gone yet (%zu MiB)", rss_bytes() / MIB);
+    malloc_trim(0);
+    EXPECT(rss_bytes() <= target, "after malloc_trim: %zu MiB, want <= %zu", rss_bytes() / MIB, target / MIB);
+  } else if (strcmp(mode, "immediate") == 0) {
+    EXPECT(rss_bytes() <= target, "dirty_decay_ms:0: %zu MiB, want <= %zu", rss_bytes() / MIB, target / MIB);
+  } else if (strcmp(mode, "never") == 0) {
+    sleep_ms(300);
+    for (int i = 0; i < 100; i++) activity();
+    EXPECT(rss_bytes() >= peak - 8 * MIB, "dirty_decay_ms:-1 released pages: %zu -> %zu MiB", peak / MIB, rss_bytes() / MIB);
+  } else if (strcmp(mode, "curve") == 0) {
+    sleep_ms(400);
+    activity();
+    size_t partway = rss_bytes();
+    sleep_ms(1100);
+    for (int i = 0; i < 20; i++) activity();
+    size_t after = rss_bytes();
+    printf("curve: peak %zu MiB, at 0.4 s %zu MiB, at 1.5 s %zu MiB, live %zu MiB\n", peak / MIB, partway / MIB,
+           after / MIB, live / MIB);
+    EXPECT(after <= target, "dirty_decay_ms:1000 after 1.5 s: %zu MiB, want <= %zu", after / MIB, target / MIB);
+  } else if (strcmp(mode, "background") == 0) {
+    sleep_ms(1600); /* no allocation at all meanwhile */
+    size_t after = rss_bytes();
+    printf("background: peak %zu MiB, after 1.6 s idle %zu MiB\n", peak / MIB, after / MIB);
+    EXPECT(after <= target, "background thread, dirty_decay_ms:1000: %zu MiB, want <= %zu", after / MIB, target / MIB);
+  } else if (strcmp(mode, "fork") == 0) {
+    for (int round = 0; round < 20; round++) {
+      pid_t pid = fork();
+      EXPECT(pid >= 0, "fork");
+      if (pid == 0) {
+        void *p = malloc(BLOCK);
+        memset(p, 1, BLOCK);
+        free(p);
+        sleep_ms(60); /* long enough for the child's own background thread to run */
+        activity();
+        _exit(0);
+      }
+      int status;
+      EXPECT(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d", round);
+    }
+  } else {
+    EXPECT(0, "unknown mode %s", mode);
+  }
+  check_survivors();
+  printf("decay %s: ok\n", mode);
+  return 0;
+}
