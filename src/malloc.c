@@ -85,7 +85,21 @@ void thread_direct_counters(uint64_t *allocated, uint64_t *deallocated) {
   *deallocated = tls_direct_deallocated;
 }
 
+/* Debug fills (junk:true, zero:true). The thread caches are off when either is set, so
+ * every block passes through here on its way out and back. */
+#define JUNK_ALLOC 0xa5
+#define JUNK_FREE 0x5a
+
 static void *counted(void *p, size_t usable) {
+  if (p == NULL) return NULL;
+  tls_direct_allocated += usable;
+  if (unlikely(opt_zero)) memset(p, 0, usable);
+  else if (unlikely(opt_junk)) memset(p, JUNK_ALLOC, usable);
+  return p;
+}
+
+/* For blocks that must read as zero (calloc): counted, never junk-filled. */
+static void *counted_zeroed(void *p, size_t usable) {
   if (p != NULL) tls_direct_allocated += usable;
   return p;
 }
@@ -119,6 +133,7 @@ NOINLINE static void *malloc_slow(size_t size) {
 }
 
 static void free_extent_block(extent_t *e, unsigned c, void *p) {
+  if (unlikely(opt_junk)) memset(p, JUNK_FREE, c < NSMALL ? class_infos[c].size : e->npages * PAGE);
   if (c < NSMALL) {
     tls_direct_deallocated += class_infos[c].size;
     arena_free_small(e, p);
@@ -284,8 +299,8 @@ EXPORT void *calloc(size_t n, size_t size) {
   if (total > TCACHE_MAX_LIMIT) {
     if (!malloc_init()) return NULL;
     tcache_t *tc = tcache_get();
-    void *p = counted(arena_malloc_large(tc != NULL ? tc->arena : thread_arena(), total, PAGE, true),
-                      large_usable_size(total));
+    void *p = counted_zeroed(arena_malloc_large(tc != NULL ? tc->arena : thread_arena(), total, PAGE, true),
+                             large_usable_size(total));
     if (p == NULL) errno = ENOMEM;
     return p;
   }

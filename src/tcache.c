@@ -29,7 +29,8 @@ static tcache_t *registry;
 #define TCACHE_NSLOTS_LARGE 8
 
 static unsigned bin_capacity(unsigned c) {
-  if (!opt_tcache || class_infos[c].size > opt_tcache_max) return 0;
+  /* junk and zero fill every block in the slow paths, so they bypass the caches. */
+  if (!opt_tcache || opt_junk || opt_zero || class_infos[c].size > opt_tcache_max) return 0;
   if (c >= NSMALL) return TCACHE_NSLOTS_LARGE;
   unsigned n = class_infos[c].nregs << opt_lg_tcache_nslots_mul;
   if (n < opt_tcache_nslots_small_min) n = opt_tcache_nslots_small_min;
