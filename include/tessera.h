@@ -66,6 +66,63 @@ typedef struct tessera_counters {
 } tessera_counters;
 TESSERA_EXPORT void tessera_get_counters(tessera_counters *out);
 
+/*
+ * The control interface (docs/ctl.md): reads and writes the value called name. To read,
+ * pass a buffer in oldp and its size in *oldlenp; to write, the new value in newp and
+ * its size in newlen; NULL/0 otherwise. Returns 0, or as jemalloc's mallctl: ENOENT
+ * (unknown name), EINVAL (wrong size), EPERM (read-only or void value), EAGAIN (out of
+ * memory), EFAULT (the action failed). Statistics are a snapshot taken when "epoch" is
+ * written.
+ */
+TESSERA_EXPORT int tessera_ctl(const char *name, void *oldp, size_t *oldlenp, void *newp,
+                               size_t newlen);
+/* Translates name into a MIB (at most *miblenp components; *miblenp gets the count) for
+ * repeated queries with tessera_ctl_bymib; index components may then be changed. */
+TESSERA_EXPORT int tessera_ctl_nametomib(const char *name, size_t *mibp, size_t *miblenp);
+TESSERA_EXPORT int tessera_ctl_bymib(const size_t *mib, size_t miblen, void *oldp,
+                                     size_t *oldlenp, void *newp, size_t newlen);
+/* The index that means "every arena" in arena.<i>.* and stats.arenas.<i>.* names. */
+#define TESSERA_ARENAS_ALL 4096
+
+/* Flags of the jemalloc-style allocation calls (mallocx, rallocx, ...), encoded as in
+ * jemalloc: low 6 bits lg(alignment), 0x40 zero, bits 8..19 thread cache, 20.. arena + 1. */
+#define TESSERA_ALIGN_LG(la) ((int)(la))
+#define TESSERA_ALIGN(a) ((int)(__builtin_ctzll((unsigned long long)(a))))
+#define TESSERA_ZERO ((int)0x40)
+#define TESSERA_TCACHE_NONE ((int)(1 << 8))
+#define TESSERA_ARENA(a) ((int)(((unsigned)(a) + 1) << 20))
+
+/*
+ * jemalloc's non-standard API, with jemalloc's names and semantics (unless tessera was
+ * built with TESSERA_JEMALLOC_COMPAT=OFF), so programs written against it run
+ * unchanged. Define TESSERA_NO_JEMALLOC_API before including this header to leave these
+ * declarations out (e.g. next to <jemalloc/jemalloc.h>).
+ */
+#ifndef TESSERA_NO_JEMALLOC_API
+#ifndef MALLOCX_ZERO
+#define MALLOCX_LG_ALIGN(la) TESSERA_ALIGN_LG(la)
+#define MALLOCX_ALIGN(a) TESSERA_ALIGN(a)
+#define MALLOCX_ZERO TESSERA_ZERO
+#define MALLOCX_TCACHE(tc) ((int)(((tc) + 2) << 8))
+#define MALLOCX_TCACHE_NONE TESSERA_TCACHE_NONE
+#define MALLOCX_ARENA(a) TESSERA_ARENA(a)
+#define MALLCTL_ARENAS_ALL TESSERA_ARENAS_ALL
+#endif
+TESSERA_EXPORT void *mallocx(size_t size, int flags) TESSERA_ATTR_MALLOC TESSERA_ATTR_ALLOC_SIZE(1);
+TESSERA_EXPORT void *rallocx(void *ptr, size_t size, int flags) TESSERA_ATTR_ALLOC_SIZE(2);
+TESSERA_EXPORT size_t xallocx(void *ptr, size_t size, size_t extra, int flags);
+TESSERA_EXPORT size_t sallocx(const void *ptr, int flags);
+TESSERA_EXPORT void dallocx(void *ptr, int flags);
+TESSERA_EXPORT void sdallocx(void *ptr, size_t size, int flags);
+TESSERA_EXPORT size_t nallocx(size_t size, int flags);
+TESSERA_EXPORT int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen);
+TESSERA_EXPORT int mallctlnametomib(const char *name, size_t *mibp, size_t *miblenp);
+TESSERA_EXPORT int mallctlbymib(const size_t *mib, size_t miblen, void *oldp, size_t *oldlenp,
+                                void *newp, size_t newlen);
+TESSERA_EXPORT void malloc_stats_print(void (*write_cb)(void *, const char *), void *cbopaque,
+                                       const char *opts);
+#endif
+
 #ifdef __cplusplus
 }
 #endif

@@ -73,9 +73,9 @@ const option_def_t option_table[] = {
     BOOL_OPTION("zero", opt_zero, "Zero every new block (debugging; bypasses the thread cache)."),
     BOOL_OPTION("stats_print", opt_stats_print, "Print statistics to stderr at exit."),
     STRING_OPTION("stats_print_opts", opt_stats_print_opts,
-                  "Letters for the exit statistics: J for JSON; leave out g general, a arenas, b bins, "
-                  "l large, x locks, t thread caches.",
-                  "letters from Jgablxt", valid_stats_opts),
+                  "Letters for the exit statistics: J for JSON; leave out g general, m merged arenas, "
+                  "a each arena, b bins, l large, x locks, t thread caches (d, e, h: accepted, no effect).",
+                  "letters from Jgmablxtdeh", valid_stats_opts),
 };
 const unsigned option_count = sizeof(option_table) / sizeof(option_table[0]);
 _Static_assert(sizeof(option_table) / sizeof(option_table[0]) <= OPTION_MAX, "raise OPTION_MAX");
@@ -87,7 +87,7 @@ static bool valid_thp(const char *v, size_t len) {
 
 static bool valid_stats_opts(const char *v, size_t len) {
   for (size_t i = 0; i < len; i++)
-    if (strchr("Jgablxt", v[i]) == NULL || v[i] == '\0') return false;
+    if (strchr("Jgmablxtdeh", v[i]) == NULL || v[i] == '\0') return false;
   return true;
 }
 

@@ -1,0 +1,132 @@
+/*
+ * jemalloc's non-standard API with jemalloc's names, flag encoding and semantics, so
+ * programs written against it run unchanged: mallocx, rallocx, xallocx, sallocx,
+ * dallocx, sdallocx, nallocx, mallctl, mallctlnametomib, mallctlbymib,
+ * malloc_stats_print. Built only with TESSERA_JEMALLOC_COMPAT=ON (the default).
+ *
+ * Flags (jemalloc's encoding): bits 0..5 lg(alignment) (0: none), 0x40 zero, bits
+ * 8..19 thread cache (0 automatic, 1 none, n + 2 an explicit cache: tessera has none and
+ * uses the automatic one), bits 20..31 arena index + 1 (0 automatic).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tessera.h"
+
+#include "arena.h"
+#include "control.h"
+#include "internal.h"
+#include "size_class.h"
+
+typedef struct alloc_flags {
+  size_t align;    /* 0 or a power of two */
+  bool zero;
+  bool use_tcache;
+  int arena;       /* -1: the thread's own */
+} alloc_flags_t;
+
+static alloc_flags_t decode(int flags) {
+  unsigned f = (unsigned)flags;
+  alloc_flags_t d;
+  unsigned lg = f & 0x3f;
+  d.align = lg != 0 ? (size_t)1 << lg : 0;
+  d.zero = (f & 0x40) != 0;
+  d.use_tcache = ((f >> 8) & 0xfff) != 1;
+  d.arena = (int)(f >> 20) - 1;
+  return d;
+}
+
+/* The usable size a request would get, as control_alloc rounds it; 0 if impossible. */
+static size_t usable_for(size_t size, size_t align) {
+  if (size > (size_t)PTRDIFF_MAX || align > ((size_t)1 << 62)) return 0;
+  if (align < QUANTUM) align = QUANTUM;
+  size_t rounded = (size + align - 1) & ~(align - 1);
+  if (rounded < size) return 0;
+  if (rounded == 0) rounded = QUANTUM;
+  if (align <= PAGE && rounded <= LOOKUP_MAX) return class_to_size(size_to_class(rounded));
+  return large_usable_size(size <= SMALL_MAX ? SMALL_MAX + 1 : size);
+}
+
+static void *alloc_with(size_t size, const alloc_flags_t *d) {
+  return control_alloc(d->arena, size == 0 ? 1 : size, d->align, d->zero, d->use_tcache);
+}
+
+TESSERA_EXPORT void *mallocx(size_t size, int flags) {
+  alloc_flags_t d = decode(flags);
+  return alloc_with(size, &d);
+}
+
+TESSERA_EXPORT size_t nallocx(size_t size, int flags) {
+  if (!malloc_initialized()) tessera_free_internal(tessera_malloc_internal(1));
+  return usable_for(size == 0 ? 1 : size, decode(flags).align);
+}
+
+TESSERA_EXPORT size_t sallocx(const void *ptr, int flags) {
+  (void)flags;
+  return tessera_usable_size_internal(ptr, "sallocx()");
+}
+
+TESSERA_EXPORT void dallocx(void *ptr, int flags) { control_free(ptr, decode(flags).use_tcache); }
+
+TESSERA_EXPORT void sdallocx(void *ptr, size_t size, int flags) {
+  alloc_flags_t d = decode(flags);
+  if (ptr == NULL) return;
+  if (d.use_tcache || size > tessera_usable_size_internal(ptr, "sdallocx()")) {
+    tessera_free_sized_internal(ptr, size, "sdallocx()"); /* aborts if size is too large */
+    return;
+  }
+  control_free(ptr, false);
+}
+
+/* Whether realloc can serve the request: no arena, cache or alignment wishes. */
+static bool plain_realloc_will_do(const alloc_flags_t *d) {
+  return d->arena < 0 && d->use_tcache && d->align <= QUANTUM;
+}
+
+TESSERA_EXPORT void *rallocx(void *ptr, size_t size, int flags) {
+  alloc_flags_t d = decode(flags);
+  size_t old_usable = tessera_usable_size_internal(ptr, "rallocx()");
+  if (size == 0) size = 1;
+  void *q;
+  if (plain_realloc_will_do(&d)) {
+    q = realloc(ptr, size);
+  } else {
+    q = alloc_with(size, &d);
+    if (q != NULL) {
+      size_t new_usable = tessera_usable_size_internal(q, "rallocx()");
+      memcpy(q, ptr, old_usable < new_usable ? old_usable : new_usable);
+      control_free(ptr, d.use_tcache);
+    }
+  }
+  if (q != NULL && d.zero) {
+    /* jemalloc: the old usable size is the boundary between kept and zeroed bytes. */
+    size_t new_usable = tessera_usable_size_internal(q, "rallocx()");
+    if (new_usable > old_usable) memset((char *)q + old_usable, 0, new_usable - old_usable);
+  }
+  return q;
+}
+
+/* In place only: the block already holds size bytes, or it cannot change (tessera has no
+ * in-place growth hook here yet). Returns the block's usable size, as jemalloc does. */
+TESSERA_EXPORT size_t xallocx(void *ptr, size_t size, size_t extra, int flags) {
+  (void)size, (void)extra, (void)flags;
+  return tessera_usable_size_internal(ptr, "xallocx()");
+}
+
+TESSERA_EXPORT int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen) {
+  return tessera_ctl(name, oldp, oldlenp, newp, newlen);
+}
+
+TESSERA_EXPORT int mallctlnametomib(const char *name, size_t *mibp, size_t *miblenp) {
+  return tessera_ctl_nametomib(name, mibp, miblenp);
+}
+
+TESSERA_EXPORT int mallctlbymib(const size_t *mib, size_t miblen, void *oldp, size_t *oldlenp, void *newp,
+                                size_t newlen) {
+  return tessera_ctl_bymib(mib, miblen, oldp, oldlenp, newp, newlen);
+}
+
+TESSERA_EXPORT void malloc_stats_print(void (*write_cb)(void *, const char *), void *cbopaque, const char *opts) {
+  tessera_stats_print(write_cb, cbopaque, opts);
+}

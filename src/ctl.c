@@ -1,0 +1,603 @@
+/*
+ * The control interface: tessera_ctl(name, oldp, oldlenp, newp, newlen) over the tree of
+ * names documented in docs/ctl.md, and name -> MIB translation for repeated queries.
+ *
+ * The tree: an interior node has named children (an array ending with a {0} entry), one
+ * indexed child (a number in the name, <i> for arenas, <j> for bins), or the options
+ * table as children (opt.*). A leaf has a type and a read and/or write function. A MIB
+ * component is the child's position for named children, the number itself for indexed
+ * ones, the table index for options.
+ *
+ * Return values are jemalloc's (mallctl(3)): 0; ENOENT for an unknown name or index;
+ * EINVAL for a wrong *oldlenp or newlen (as much of the value as fits is still read);
+ * EPERM for writing a read-only value or reading/writing a void one; EAGAIN when memory
+ * is short; EFAULT when an action itself fails.
+ *
+ * Statistics (stats.*) are read from a snapshot that writing `epoch` refreshes.
+ */
+#include "ctl.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "control.h"
+#include "internal.h"
+#include "options.h"
+#include "size_class.h"
+#include "tcache.h"
+
+stats_snapshot_t ctl_snapshot;
+
+typedef enum ctl_kind { NODE_NAMED, NODE_INDEXED, NODE_OPTIONS, NODE_LEAF } ctl_kind_t;
+
+#define CTL_MAX_DEPTH 8
+#define CTL_MAX_INDICES 2
+
+typedef struct ctl_node ctl_node_t;
+/* idx: the numbers of the name's indexed components, in order. */
+typedef int ctl_read_fn(const ctl_node_t *n, const size_t *idx, void *out);
+typedef int ctl_write_fn(const ctl_node_t *n, const size_t *idx, const void *in);
+
+struct ctl_node {
+  const char *name; /* for an indexed node: its placeholder, "<i>" or "<j>" */
+  ctl_kind_t kind;
+  const ctl_node_t *children; /* NAMED: array ending with {0}; INDEXED: the one child */
+  bool (*index_ok)(size_t i); /* INDEXED */
+  ctl_type_t type;            /* LEAF */
+  ctl_read_fn *read;          /* LEAF; NULL for actions */
+  ctl_write_fn *write;        /* LEAF; NULL for read-only values */
+  size_t offset;              /* LEAF: where generic readers find the value */
+  bool read_after_write;      /* LEAF: old value = the value after the write (epoch) */
+};
+
+static size_t type_size(ctl_type_t t) {
+  switch (t) {
+  case CTL_VOID: return 0;
+  case CTL_BOOL: return sizeof(bool);
+  case CTL_UNSIGNED: return sizeof(unsigned);
+  case CTL_U32: return sizeof(uint32_t);
+  case CTL_SIZE: return sizeof(size_t);
+  case CTL_SSIZE: return sizeof(ssize_t);
+  case CTL_U64: return sizeof(uint64_t);
+  case CTL_STRING: return sizeof(const char *);
+  }
+  return 0;
+}
+
+const char *ctl_type_name(ctl_type_t t) {
+  static const char *const names[] = {"void", "bool", "unsigned", "uint32_t", "size_t", "ssize_t", "uint64_t", "const char *"};
+  return names[t];
+}
+
+/* ---- readers and writers ---- */
+
+static int put_u64(void *out, uint64_t v) { memcpy(out, &v, sizeof(v)); return 0; }
+static int put_size(void *out, size_t v) { memcpy(out, &v, sizeof(v)); return 0; }
+static int put_unsigned(void *out, unsigned v) { memcpy(out, &v, sizeof(v)); return 0; }
+static int put_string(void *out, const char *v) { memcpy(out, &v, sizeof(v)); return 0; }
+
+static int read_version(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)n, (void)idx;
+  return put_string(out, TESSERA_VERSION_STRING);
+}
+
+/* Refreshes the snapshot the first time any statistic is read. */
+static void snapshot_lock(void) {
+  stats_snapshot_lock(&ctl_snapshot);
+  if (ctl_snapshot.epoch == 0) stats_refresh(&ctl_snapshot);
+}
+
+static int read_epoch(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)n, (void)idx;
+  snapshot_lock();
+  uint64_t epoch = ctl_snapshot.epoch;
+  stats_snapshot_unlock(&ctl_snapshot);
+  return put_u64(out, epoch);
+}
+
+static int write_epoch(const ctl_node_t *n, const size_t *idx, const void *in) {
+  (void)n, (void)idx, (void)in;
+  stats_snapshot_lock(&ctl_snapshot);
+  stats_refresh(&ctl_snapshot);
+  stats_snapshot_unlock(&ctl_snapshot);
+  return 0;
+}
+
+/* Copies the leaf's value from base + n->offset under the snapshot lock. */
+static int read_snapshot_field(const ctl_node_t *n, const void *base, void *out) {
+  memcpy(out, (const char *)base + n->offset, type_size(n->type));
+  return 0;
+}
+
+static int read_total(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)idx;
+  snapshot_lock();
+  read_snapshot_field(n, &ctl_snapshot.totals, out);
+  stats_snapshot_unlock(&ctl_snapshot);
+  return 0;
+}
+
+static int read_arena_stat(const ctl_node_t *n, const size_t *idx, void *out) {
+  snapshot_lock();
+  read_snapshot_field(n, stats_arena(&ctl_snapshot, idx[0]), out);
+  stats_snapshot_unlock(&ctl_snapshot);
+  return 0;
+}
+
+static int read_bin_stat(const ctl_node_t *n, const size_t *idx, void *out) {
+  snapshot_lock();
+  read_snapshot_field(n, &stats_arena(&ctl_snapshot, idx[0])->bins[idx[1]], out);
+  stats_snapshot_unlock(&ctl_snapshot);
+  return 0;
+}
+
+static int read_base_lock(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)idx;
+  snapshot_lock();
+  read_snapshot_field(n, &ctl_snapshot.base_lock, out);
+  stats_snapshot_unlock(&ctl_snapshot);
+  return 0;
+}
+
+static int read_stats_muzzy(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)n, (void)idx;
+  snapshot_lock();
+  size_t v = ctl_snapshot.merged.pmuzzy * PAGE;
+  stats_snapshot_unlock(&ctl_snapshot);
+  return put_size(out, v);
+}
+
+static int read_narenas(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)n, (void)idx;
+  if (!malloc_initialized()) tessera_free_internal(tessera_malloc_internal(1));
+  return put_unsigned(out, control_narenas());
+}
+
+static int read_arenas_create(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)n, (void)idx;
+  unsigned index;
+  int err = control_arena_create(&index);
+  if (err != 0) return err;
+  return put_unsigned(out, index);
+}
+
+static int read_constant_size(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)idx;
+  return put_size(out, n->offset); /* the constant is kept in offset */
+}
+
+static int read_constant_unsigned(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)idx;
+  return put_unsigned(out, (unsigned)n->offset);
+}
+
+static int read_tcache_max(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)n, (void)idx;
+  return put_size(out, opt_tcache ? opt_tcache_max : 0);
+}
+
+static int read_bin_info(const ctl_node_t *n, const size_t *idx, void *out) {
+  if (!malloc_initialized()) tessera_free_internal(tessera_malloc_internal(1));
+  const class_info_t *ci = &class_infos[idx[0]];
+  if (n->offset == 0) return put_size(out, ci->size);
+  if (n->offset == 1) return put_size(out, (size_t)ci->slab_pages * PAGE);
+  uint32_t nregs = ci->nregs;
+  memcpy(out, &nregs, sizeof(nregs));
+  return 0;
+}
+
+static int read_arenas_decay_ms(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)idx;
+  ssize_t v = n->offset ? opt_muzzy_decay_ms : opt_dirty_decay_ms;
+  memcpy(out, &v, sizeof(v));
+  return 0;
+}
+
+/* Maps the core's EINVAL (no such arena, bad value) to jemalloc's EFAULT for actions. */
+static int action_result(int err) { return err == EINVAL ? EFAULT : err; }
+
+static int do_arena_purge(const ctl_node_t *n, const size_t *idx, const void *in) {
+  (void)n, (void)in;
+  return action_result(control_arena_purge((unsigned)idx[0]));
+}
+
+static int do_arena_decay(const ctl_node_t *n, const size_t *idx, const void *in) {
+  (void)n, (void)in;
+  return action_result(control_arena_decay((unsigned)idx[0]));
+}
+
+static int read_arena_decay_ms(const ctl_node_t *n, const size_t *idx, void *out) {
+  ssize_t v;
+  if (idx[0] == CTL_ARENAS_ALL) return EFAULT;
+  int err = control_arena_decay_ms((unsigned)idx[0], n->offset != 0, &v, NULL);
+  if (err != 0) return action_result(err);
+  memcpy(out, &v, sizeof(v));
+  return 0;
+}
+
+static int write_arena_decay_ms(const ctl_node_t *n, const size_t *idx, const void *in) {
+  ssize_t v;
+  memcpy(&v, in, sizeof(v));
+  if (idx[0] == CTL_ARENAS_ALL) return EFAULT;
+  return action_result(control_arena_decay_ms((unsigned)idx[0], n->offset != 0, NULL, &v));
+}
+
+static int read_thread_arena(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)n, (void)idx;
+  if (!malloc_initialized()) tessera_free_internal(tessera_malloc_internal(1));
+  return put_unsigned(out, control_thread_arena_get());
+}
+
+static int write_thread_arena(const ctl_node_t *n, const size_t *idx, const void *in) {
+  (void)n, (void)idx;
+  unsigned v;
+  memcpy(&v, in, sizeof(v));
+  return action_result(control_thread_arena_set(v));
+}
+
+static int do_tcache_flush(const ctl_node_t *n, const size_t *idx, const void *in) {
+  (void)n, (void)idx, (void)in;
+  control_thread_tcache_flush();
+  return 0;
+}
+
+static int read_tcache_enabled(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)n, (void)idx;
+  bool v = opt_tcache && tls_tcache != &tcache_empty;
+  memcpy(out, &v, sizeof(v));
+  return 0;
+}
+
+static int read_thread_counter(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)idx;
+  uint64_t allocated = 0, deallocated = 0;
+  if (malloc_initialized()) control_thread_counters(&allocated, &deallocated);
+  return put_u64(out, n->offset ? deallocated : allocated);
+}
+
+/* ---- index checks ---- */
+
+/* Arena indices: an existing arena, or CTL_ARENAS_ALL (every arena, or the merged
+ * statistics). */
+static bool arena_index_ok(size_t i) {
+  if (!malloc_initialized()) tessera_free_internal(tessera_malloc_internal(1));
+  return i == CTL_ARENAS_ALL || i < control_narenas();
+}
+
+static bool bin_index_ok(size_t i) { return i < NSMALL; }
+
+/* ---- the tree ---- */
+
+#define LEAF(nm, t, rd, wr, off) {nm, NODE_LEAF, NULL, NULL, t, rd, wr, off, false}
+#define ACTION(nm, fn) {nm, NODE_LEAF, NULL, NULL, CTL_VOID, NULL, fn, 0, false}
+#define NAMED(nm, kids) {nm, NODE_NAMED, kids, NULL, CTL_VOID, NULL, NULL, 0, false}
+#define INDEXED(nm, kid, ok) {nm, NODE_INDEXED, kid, ok, CTL_VOID, NULL, NULL, 0, false}
+#define END {NULL, NODE_LEAF, NULL, NULL, CTL_VOID, NULL, NULL, 0, false}
+
+#define TOTAL(nm, field) LEAF(nm, CTL_SIZE, read_total, NULL, offsetof(tessera_counters, field))
+#define ASTAT(nm, t, field) LEAF(nm, t, read_arena_stat, NULL, offsetof(arena_stats_t, field))
+#define BSTAT(nm, t, field) LEAF(nm, t, read_bin_stat, NULL, offsetof(bin_stats_t, field))
+#define LOCKSTAT(rd, base, nm, field) \
+  LEAF(#nm, CTL_U64, rd, NULL, offsetof(base, field) + offsetof(stats_lock_t, nm))
+
+#define LOCK_NODES(rd, base, field)                                                             \
+  {LOCKSTAT(rd, base, num_ops, field), LOCKSTAT(rd, base, num_wait, field),                     \
+   LOCKSTAT(rd, base, total_wait_time, field), LOCKSTAT(rd, base, max_wait_time, field), END}
+
+static const ctl_node_t bin_lock_nodes[] = LOCK_NODES(read_bin_stat, bin_stats_t, lock);
+static const ctl_node_t extent_lock_nodes[] = LOCK_NODES(read_arena_stat, arena_stats_t, extent_lock);
+static const ctl_node_t base_lock_nodes[] = LOCK_NODES(read_base_lock, stats_snapshot_t, base_lock);
+
+static const ctl_node_t stats_bin_nodes[] = {
+    BSTAT("nmalloc", CTL_U64, nmalloc),     BSTAT("ndalloc", CTL_U64, ndalloc),
+    BSTAT("nrequests", CTL_U64, nrequests), BSTAT("curregs", CTL_SIZE, curregs),
+    BSTAT("curslabs", CTL_SIZE, curslabs),  BSTAT("nslabs", CTL_U64, nslabs),
+    BSTAT("nfills", CTL_U64, nfills),       BSTAT("nflushes", CTL_U64, nflushes),
+    NAMED("mutex", bin_lock_nodes),         END};
+static const ctl_node_t stats_bin_index[] = {INDEXED("<j>", stats_bin_nodes, bin_index_ok), END};
+
+static const ctl_node_t stats_small_nodes[] = {
+    ASTAT("allocated", CTL_SIZE, small_allocated), ASTAT("nmalloc", CTL_U64, small_nmalloc),
+    ASTAT("ndalloc", CTL_U64, small_ndalloc), ASTAT("nrequests", CTL_U64, small_nrequests), END};
+static const ctl_node_t stats_large_nodes[] = {
+    ASTAT("allocated", CTL_SIZE, large_allocated), ASTAT("nmalloc", CTL_U64, large_nmalloc),
+    ASTAT("ndalloc", CTL_U64, large_ndalloc), END};
+static const ctl_node_t stats_arena_mutex_nodes[] = {NAMED("extents", extent_lock_nodes), END};
+
+static const ctl_node_t stats_arena_nodes[] = {
+    ASTAT("nthreads", CTL_UNSIGNED, nthreads),
+    ASTAT("pactive", CTL_SIZE, pactive),
+    ASTAT("pdirty", CTL_SIZE, pdirty),
+    ASTAT("pmuzzy", CTL_SIZE, pmuzzy),
+    ASTAT("pretained", CTL_SIZE, pretained),
+    ASTAT("mapped", CTL_SIZE, mapped),
+    ASTAT("dirty_npurge", CTL_U64, npurge),
+    ASTAT("dirty_nmadvise", CTL_U64, nmadvise),
+    ASTAT("dirty_purged", CTL_U64, purged),
+    ASTAT("muzzy_purged", CTL_U64, lazy_freed),
+    ASTAT("tcache_bytes", CTL_SIZE, tcache_bytes),
+    NAMED("small", stats_small_nodes),
+    NAMED("large", stats_large_nodes),
+    NAMED("bins", stats_bin_index),
+    NAMED("mutexes", stats_arena_mutex_nodes),
+    END};
+static const ctl_node_t stats_arena_index[] = {INDEXED("<i>", stats_arena_nodes, arena_index_ok), END};
+static const ctl_node_t stats_mutex_nodes[] = {NAMED("base", base_lock_nodes), END};
+
+static const ctl_node_t stats_nodes[] = {
+    TOTAL("allocated", allocated), TOTAL("active", active),
+    TOTAL("metadata", metadata),   TOTAL("resident", resident),
+    TOTAL("mapped", mapped),       TOTAL("retained", retained),
+    TOTAL("dirty", dirty),         LEAF("muzzy", CTL_SIZE, read_stats_muzzy, NULL, 0),
+    NAMED("arenas", stats_arena_index), NAMED("mutexes", stats_mutex_nodes),
+    END};
+
+static const ctl_node_t arena_nodes[] = {
+    ACTION("purge", do_arena_purge),
+    ACTION("decay", do_arena_decay),
+    LEAF("dirty_decay_ms", CTL_SSIZE, read_arena_decay_ms, write_arena_decay_ms, 0),
+    LEAF("muzzy_decay_ms", CTL_SSIZE, read_arena_decay_ms, write_arena_decay_ms, 1),
+    END};
+static const ctl_node_t arena_index[] = {INDEXED("<i>", arena_nodes, arena_index_ok), END};
+
+static const ctl_node_t arenas_bin_nodes[] = {
+    LEAF("size", CTL_SIZE, read_bin_info, NULL, 0), LEAF("slab_size", CTL_SIZE, read_bin_info, NULL, 1),
+    LEAF("nregs", CTL_U32, read_bin_info, NULL, 2), END};
+static const ctl_node_t arenas_bin_index[] = {INDEXED("<j>", arenas_bin_nodes, bin_index_ok), END};
+
+static const ctl_node_t arenas_nodes[] = {
+    LEAF("narenas", CTL_UNSIGNED, read_narenas, NULL, 0),
+    LEAF("create", CTL_UNSIGNED, read_arenas_create, NULL, 0),
+    LEAF("page", CTL_SIZE, read_constant_size, NULL, PAGE),
+    LEAF("quantum", CTL_SIZE, read_constant_size, NULL, QUANTUM),
+    LEAF("nbins", CTL_UNSIGNED, read_constant_unsigned, NULL, NSMALL),
+    LEAF("tcache_max", CTL_SIZE, read_tcache_max, NULL, 0),
+    LEAF("dirty_decay_ms", CTL_SSIZE, read_arenas_decay_ms, NULL, 0),
+    LEAF("muzzy_decay_ms", CTL_SSIZE, read_arenas_decay_ms, NULL, 1),
+    NAMED("bin", arenas_bin_index),
+    END};
+
+static const ctl_node_t thread_tcache_nodes[] = {
+    ACTION("flush", do_tcache_flush), LEAF("enabled", CTL_BOOL, read_tcache_enabled, NULL, 0), END};
+
+static const ctl_node_t thread_nodes[] = {
+    LEAF("arena", CTL_UNSIGNED, read_thread_arena, write_thread_arena, 0),
+    NAMED("tcache", thread_tcache_nodes),
+    LEAF("allocated", CTL_U64, read_thread_counter, NULL, 0),
+    LEAF("deallocated", CTL_U64, read_thread_counter, NULL, 1),
+    END};
+
+static const ctl_node_t root_nodes[] = {
+    LEAF("version", CTL_STRING, read_version, NULL, 0),
+    {"epoch", NODE_LEAF, NULL, NULL, CTL_U64, read_epoch, write_epoch, 0, true},
+    {"opt", NODE_OPTIONS, NULL, NULL, CTL_VOID, NULL, NULL, 0, false},
+    NAMED("stats", stats_nodes),
+    NAMED("arenas", arenas_nodes),
+    NAMED("arena", arena_index),
+    NAMED("thread", thread_nodes),
+    END};
+static const ctl_node_t root = NAMED("", root_nodes);
+
+/* ---- opt.*: leaves made from the options table ---- */
+
+static ctl_type_t option_ctl_type(const option_def_t *d) {
+  switch (d->type) {
+  case OPTION_BOOL: return CTL_BOOL;
+  case OPTION_UNSIGNED: return CTL_UNSIGNED;
+  case OPTION_SIZE: return CTL_SIZE;
+  case OPTION_SSIZE: return CTL_SSIZE;
+  case OPTION_STRING: return CTL_STRING;
+  }
+  return CTL_VOID;
+}
+
+static int read_option(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)idx;
+  if (!malloc_initialized()) tessera_free_internal(tessera_malloc_internal(1));
+  const option_def_t *d = &option_table[n->offset];
+  if (d->type == OPTION_STRING) return put_string(out, (const char *)d->value);
+  memcpy(out, d->value, type_size(n->type));
+  return 0;
+}
+
+/* A leaf node standing for option i (built on the caller's stack). */
+static void option_node(unsigned i, ctl_node_t *out) {
+  ctl_node_t n = LEAF(option_table[i].name, option_ctl_type(&option_table[i]), read_option, NULL, i);
+  *out = n;
+}
+
+/* ---- lookup ---- */
+
+/* Whether n's only child is an indexed one (arena -> <i>). */
+static bool has_index_child(const ctl_node_t *n) {
+  return (n->kind == NODE_NAMED || n->kind == NODE_INDEXED) && n->children[0].kind == NODE_INDEXED;
+}
+
+static unsigned count_children(const ctl_node_t *n) {
+  if (n->kind == NODE_OPTIONS) return option_count;
+  if (n->kind == NODE_LEAF) return 0;
+  unsigned k = 0;
+  while (n->children[k].name != NULL) k++;
+  return k;
+}
+
+typedef struct walk {
+  const ctl_node_t *node;
+  ctl_node_t option;             /* the leaf for an opt.* name */
+  size_t idx[CTL_MAX_INDICES];   /* the indexed components so far */
+  unsigned nidx;
+} walk_t;
+
+/* Moves w one step down along MIB component c. Returns false if there is no such child
+ * (or index). */
+static bool step(walk_t *w, size_t c) {
+  const ctl_node_t *n = w->node;
+  if (n->kind == NODE_LEAF) return false;
+  if (n->kind == NODE_OPTIONS) {
+    if (c >= option_count) return false;
+    option_node((unsigned)c, &w->option);
+    w->node = &w->option;
+    return true;
+  }
+  if (has_index_child(n)) {
+    if (w->nidx == CTL_MAX_INDICES || !n->children[0].index_ok(c)) return false;
+    w->idx[w->nidx++] = c;
+    w->node = &n->children[0];
+    return true;
+  }
+  if (c >= count_children(n)) return false;
+  w->node = &n->children[c];
+  return true;
+}
+
+static bool parse_index(const char *s, size_t len, size_t *out) {
+  size_t v = 0;
+  if (len == 0 || len > 9) return false;
+  for (size_t i = 0; i < len; i++) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    v = v * 10 + (size_t)(s[i] - '0');
+  }
+  *out = v;
+  return true;
+}
+
+/* The MIB component for name component s (len bytes) under node n. */
+static bool component(const ctl_node_t *n, const char *s, size_t len, size_t *out) {
+  if (n->kind == NODE_LEAF) return false;
+  if (has_index_child(n)) return parse_index(s, len, out);
+  unsigned count = count_children(n);
+  for (unsigned k = 0; k < count; k++) {
+    const char *name = n->kind == NODE_OPTIONS ? option_table[k].name : n->children[k].name;
+    if (strlen(name) == len && memcmp(name, s, len) == 0) {
+      *out = k;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Walks name to its leaf; the first cap components go to mib (may be NULL), their
+ * count to *miblen. ENOENT unless the name is a whole path to a leaf. */
+static int walk_name(const char *name, walk_t *w, size_t *mib, size_t cap, size_t *miblen) {
+  size_t n = 0;
+  w->node = &root;
+  w->nidx = 0;
+  if (name == NULL) return ENOENT;
+  for (const char *p = name;;) {
+    const char *dot = strchr(p, '.');
+    size_t len = dot ? (size_t)(dot - p) : strlen(p);
+    size_t c;
+    if (!component(w->node, p, len, &c) || !step(w, c)) return ENOENT;
+    if (mib != NULL && n < cap) mib[n] = c;
+    n++;
+    if (dot == NULL) break;
+    p = dot + 1;
+  }
+  if (w->node->kind != NODE_LEAF) return ENOENT;
+  if (miblen != NULL) *miblen = n < cap ? n : cap;
+  return 0;
+}
+
+static int walk_mib(const size_t *mib, size_t miblen, walk_t *w) {
+  w->node = &root;
+  w->nidx = 0;
+  if (mib == NULL || miblen == 0 || miblen > CTL_MAX_DEPTH) return ENOENT;
+  for (size_t k = 0; k < miblen; k++)
+    if (!step(w, mib[k])) return ENOENT;
+  return w->node->kind == NODE_LEAF ? 0 : ENOENT;
+}
+
+/* ---- reading and writing a leaf ---- */
+
+static int call_action(const walk_t *w, void *oldp, size_t *oldlenp, void *newp, size_t newlen) {
+  if (oldp != NULL || oldlenp != NULL || newp != NULL || newlen != 0) return EPERM;
+  return w->node->write(w->node, w->idx, NULL);
+}
+
+/* Copies value (size bytes) to oldp as jemalloc does: a size mismatch copies what fits
+ * and returns EINVAL. */
+static int copy_out(const void *value, size_t size, void *oldp, size_t *oldlenp) {
+  if (oldp == NULL || oldlenp == NULL) return 0;
+  if (*oldlenp != size) {
+    size_t n = *oldlenp < size ? *oldlenp : size;
+    memcpy(oldp, value, n);
+    *oldlenp = n;
+    return EINVAL;
+  }
+  memcpy(oldp, value, size);
+  return 0;
+}
+
+static int call_leaf(const walk_t *w, void *oldp, size_t *oldlenp, void *newp, size_t newlen) {
+  const ctl_node_t *n = w->node;
+  if (n->type == CTL_VOID) return call_action(w, oldp, oldlenp, newp, newlen);
+  size_t size = type_size(n->type);
+  bool writing = newp != NULL || newlen != 0;
+  bool reading = oldp != NULL && oldlenp != NULL;
+  unsigned char value[sizeof(uint64_t)];
+  int err;
+  if (writing && n->write == NULL) return EPERM;
+  if (writing && (newp == NULL || newlen != size)) return EINVAL;
+  if (reading && n->read != NULL && !n->read_after_write && (err = n->read(n, w->idx, value)) != 0) return err;
+  if (writing && (err = n->write(n, w->idx, newp)) != 0) return err;
+  if (reading && n->read != NULL && n->read_after_write && (err = n->read(n, w->idx, value)) != 0) return err;
+  return reading ? copy_out(value, size, oldp, oldlenp) : 0;
+}
+
+/* ---- the public entry points ---- */
+
+TESSERA_EXPORT int tessera_ctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen) {
+  walk_t w;
+  int err = walk_name(name, &w, NULL, 0, NULL);
+  return err != 0 ? err : call_leaf(&w, oldp, oldlenp, newp, newlen);
+}
+
+TESSERA_EXPORT int tessera_ctl_nametomib(const char *name, size_t *mibp, size_t *miblenp) {
+  walk_t w;
+  if (mibp == NULL || miblenp == NULL) return EINVAL;
+  return walk_name(name, &w, mibp, *miblenp, miblenp);
+}
+
+TESSERA_EXPORT int tessera_ctl_bymib(const size_t *mib, size_t miblen, void *oldp, size_t *oldlenp, void *newp,
+                                     size_t newlen) {
+  walk_t w;
+  int err = walk_mib(mib, miblen, &w);
+  return err != 0 ? err : call_leaf(&w, oldp, oldlenp, newp, newlen);
+}
+
+/* ---- enumeration (for the docs test) ---- */
+
+typedef void ctl_name_fn(const char *name, ctl_type_t type, bool writable, void *arg);
+
+static void visit(const ctl_node_t *n, char *path, size_t len, ctl_name_fn *f, void *arg);
+
+static void visit_child(const ctl_node_t *child, char *path, size_t len, ctl_name_fn *f, void *arg) {
+  size_t add = strlen(child->name);
+  if (len + add + 2 > 256) return;
+  if (len > 0) path[len++] = '.';
+  memcpy(path + len, child->name, add + 1);
+  visit(child, path, len + add, f, arg);
+}
+
+static void visit(const ctl_node_t *n, char *path, size_t len, ctl_name_fn *f, void *arg) {
+  if (n->kind == NODE_LEAF) {
+    f(path, n->type, n->write != NULL && n->type != CTL_VOID, arg);
+    return;
+  }
+  if (has_index_child(n)) {
+    visit_child(&n->children[0], path, len, f, arg);
+    return;
+  }
+  unsigned count = count_children(n);
+  for (unsigned k = 0; k < count; k++) {
+    ctl_node_t opt;
+    if (n->kind == NODE_OPTIONS) option_node(k, &opt);
+    visit_child(n->kind == NODE_OPTIONS ? &opt : &n->children[k], path, len, f, arg);
+  }
+}
+
+void ctl_for_each_name(ctl_name_fn *f, void *arg) {
+  char path[256] = "";
+  visit(&root, path, 0, f, arg);
+}
