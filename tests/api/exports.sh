@@ -2,15 +2,25 @@
 # (with glibc's __libc_* / __posix_memalign aliases, which some programs and the dynamic
 # loader interpose on), C++ operator new/delete, and the functions include/tessera.h
 # declares with TESSERA_EXPORT; every one of those header functions is exported.
-# usage: bash exports.sh <libtessera.so> <include/tessera.h>
+# With TESSERA_JEMALLOC_COMPAT=OFF the jemalloc-compatible names the header declares
+# (mallocx, mallctl, ...) must be absent instead.
+# usage: bash exports.sh <libtessera.so> <include/tessera.h> <ON|OFF: jemalloc compat>
 set -euo pipefail
-LIB=${1:?usage: exports.sh <libtessera.so> <tessera.h>}
-HEADER=${2:?usage: exports.sh <libtessera.so> <tessera.h>}
+LIB=${1:?usage: exports.sh <libtessera.so> <tessera.h> <ON|OFF>}
+HEADER=${2:?usage: exports.sh <libtessera.so> <tessera.h> <ON|OFF>}
+COMPAT=${3:-ON}
 command -v nm > /dev/null || { echo "FAIL: nm (binutils) not found" >&2; exit 1; }
 
 exported=$(nm -D --defined-only "$LIB" | awk '$2 ~ /^[TtWwiVv]$/ || $2 ~ /^[BDR]$/ { print $3 }' | sort -u)
 header_api=$(grep -o '^TESSERA_EXPORT [^(]*(' "$HEADER" | sed 's/($//; s/.*[ *]//' | sort -u)
 [ -n "$header_api" ] || { echo "FAIL: no TESSERA_EXPORT declarations found in $HEADER" >&2; exit 1; }
+jemalloc_api="mallocx rallocx xallocx sallocx dallocx sdallocx nallocx mallctl mallctlnametomib
+mallctlbymib malloc_stats_print"
+case "$COMPAT" in
+  ON | on | 1 | TRUE | true) ;;
+  *) # built without the jemalloc API: those header names are not public API of this build
+    header_api=$(grep -vxF -f <(tr ' ' '\n' <<< "$jemalloc_api" | grep .) <<< "$header_api" || true) ;;
+esac
 
 allowed_family="malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign
 valloc pvalloc malloc_usable_size free_sized free_aligned_sized malloc_trim mallinfo mallinfo2
