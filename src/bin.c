@@ -46,7 +46,8 @@ static extent_t *next_slab(arena_t *a, bin_t *bin, unsigned c) {
   return slab;
 }
 
-unsigned bin_fill(arena_t *a, unsigned c, void **out, unsigned n) {
+/* Takes up to n regions; requests is what to add to the bin's request count. */
+static unsigned take_regions(arena_t *a, unsigned c, void **out, unsigned n, unsigned requests) {
   bin_t *bin = &a->bins[c];
   size_t size = class_infos[c].size;
   unsigned got = 0;
@@ -66,9 +67,18 @@ unsigned bin_fill(arena_t *a, unsigned c, void **out, unsigned n) {
   }
   bin->nmalloc += got;
   bin->curregs += got;
-  bin->nfills++;
+  bin->nrequests += requests;
+  if (requests == 0) bin->nfills++;
   lock_release(&bin->lock);
   return got;
+}
+
+unsigned bin_fill(arena_t *a, unsigned c, void **out, unsigned n) { return take_regions(a, c, out, n, 0); }
+
+void *bin_alloc_one(arena_t *a, unsigned c) {
+  /* No thread cache counts this request, so the bin does. */
+  void *p;
+  return take_regions(a, c, &p, 1, 1) == 1 ? p : NULL;
 }
 
 /* An empty slab: keep it as the spare, or give its pages back to the arena. */

@@ -12,6 +12,8 @@ void bin_init(bin_t *bin);
 /* Takes up to n regions of class c from arena a into out[], lowest address first.
  * Returns how many it got (0 only when the OS refused memory). Locks the bin. */
 unsigned bin_fill(arena_t *a, unsigned c, void **out, unsigned n);
+/* One region for a caller without a thread cache (counted as a request). */
+void *bin_alloc_one(arena_t *a, unsigned c);
 /* Returns region p of slab to its bin; the caller holds the bin's lock and has checked
  * that p starts a region. Aborts on a double free (the region is already free). */
 void bin_free_locked(arena_t *a, bin_t *bin, extent_t *slab, void *p);

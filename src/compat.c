@@ -110,8 +110,7 @@ TESSERA_EXPORT void *rallocx(void *ptr, size_t size, int flags) {
 /* In place only: the block already holds size bytes, or it cannot change (tessera has no
  * in-place growth hook here yet). Returns the block's usable size, as jemalloc does. */
 TESSERA_EXPORT size_t xallocx(void *ptr, size_t size, size_t extra, int flags) {
-  (void)size, (void)extra, (void)flags;
-  return tessera_usable_size_internal(ptr, "xallocx()");
+  return control_resize_in_place(ptr, size, extra, (flags & 0x40) != 0);
 }
 
 TESSERA_EXPORT int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen) {

@@ -32,6 +32,10 @@ void control_thread_counters(uint64_t *allocated, uint64_t *deallocated);
 /* mallocx-style allocation: arena_index < 0 means the thread's own arena; use_tcache
  * false bypasses the thread cache. align is 0 or a power of two. NULL on failure. */
 void *control_alloc(int arena_index, size_t size, size_t align, bool zero, bool use_tcache);
+/* xallocx: resizes the large block p in place to at least size and at most size + extra
+ * bytes where its neighbour allows (zeroing new bytes if asked); returns the usable size
+ * it has afterwards (unchanged when nothing could be done). */
+size_t control_resize_in_place(void *p, size_t size, size_t extra, bool zero);
 /* dallocx-style free that bypasses the thread cache when use_tcache is false. */
 void control_free(void *p, bool use_tcache);
 

@@ -16,6 +16,7 @@ void tessera_free_sized_internal(void *p, size_t size, const char *func);
 size_t tessera_usable_size_internal(const void *p, const char *func);
 
 void fork_boot(void);
-void stats_print_at_exit(void);
+/* After options are read: prepares what stats_print:true needs at exit. */
+void stats_boot(void);
 
 #endif

@@ -47,8 +47,9 @@ NOINLINE static bool malloc_init_slow(void) {
   }
   init_thread = thread_marker();
   if (os_page_size() != PAGE) fatal("unsupported page size (tessera needs 4 KiB pages)");
+  options_init(); /* first: slab_sizes shapes the size-class table */
   size_class_init();
-  options_init();
+  stats_boot();
   unsigned narenas = opt_narenas ? opt_narenas : os_ncpus();
   if (!arenas_init(narenas) || !tcache_boot()) fatal("out of memory during initialisation");
   atomic_store(&init_state, INIT_DONE);
@@ -108,8 +109,7 @@ static void *alloc_cached_class(tcache_t *tc, unsigned c) {
   if (tc != NULL && tcache_bin(tc, c)->capacity > 0) return tcache_alloc_refill(tc, c);
   arena_t *a = tc != NULL ? tc->arena : thread_arena();
   if (c >= NSMALL) return counted(arena_malloc_large(a, class_infos[c].size, PAGE, false), class_infos[c].size);
-  void *p;
-  return bin_fill(a, c, &p, 1) == 1 ? counted(p, class_infos[c].size) : NULL;
+  return counted(bin_alloc_one(a, c), class_infos[c].size);
 }
 
 NOINLINE static void *malloc_slow(size_t size) {
@@ -237,13 +237,37 @@ void *control_alloc(int arena_index, size_t size, size_t align, bool zero, bool 
   if (rounded == 0) rounded = QUANTUM;
   if (align <= PAGE && rounded <= SMALL_MAX) {
     unsigned c = size_to_class(rounded);
-    void *p;
-    if (bin_fill(a, c, &p, 1) != 1) return NULL;
+    void *p = bin_alloc_one(a, c);
+    if (p == NULL) return NULL;
     if (zero) memset(p, 0, class_infos[c].size);
     return counted(p, class_infos[c].size);
   }
   size_t large_size = size <= SMALL_MAX ? SMALL_MAX + 1 : size;
   return counted(arena_malloc_large(a, large_size, align < PAGE ? PAGE : align, zero), large_usable_size(large_size));
+}
+
+size_t control_resize_in_place(void *p, size_t size, size_t extra, bool zero) {
+  unsigned c;
+  extent_t *e = lookup_block(p, "xallocx()", &c);
+  if (c < NSMALL) return class_infos[c].size; /* a region cannot change size */
+  size_t old_usable = e->npages * PAGE;
+  size_t want = size > SIZE_MAX - extra ? SIZE_MAX : size + extra;
+  /* As jemalloc: a large block resizes in place only to large sizes (a small size would
+   * need a slab region, so the block stays as it is). */
+  size_t candidates[2] = {want > SMALL_MAX ? large_usable_size(want) : 0,
+                          size > SMALL_MAX ? large_usable_size(size) : 0};
+  for (int i = 0; i < 2; i++) {
+    size_t usable = candidates[i];
+    if (usable == 0 || usable == old_usable) continue;
+    if (usable > old_usable && usable < size) continue;
+    if (arena_resize_large_in_place(e->arena, e, usable)) {
+      tls_direct_allocated += usable;
+      tls_direct_deallocated += old_usable;
+      if (zero && usable > old_usable) memset((char *)p + old_usable, 0, usable - old_usable);
+      return usable;
+    }
+  }
+  return old_usable;
 }
 
 void control_free(void *p, bool use_tcache) {

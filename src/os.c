@@ -74,11 +74,20 @@ uint64_t os_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void os_write_stderr(const char *s) {
+void os_write_stderr(const char *s) { os_write_fd(2, s); }
+
+int os_dup_stderr(void) {
+  int saved = errno;
+  int fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
+  errno = saved;
+  return fd;
+}
+
+void os_write_fd(int fd, const char *s) {
   int saved = errno;
   size_t len = strlen(s);
   while (len > 0) {
-    ssize_t w = write(2, s, len);
+    ssize_t w = write(fd, s, len);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) break;
     s += w;

@@ -35,6 +35,11 @@ unsigned os_current_cpu(void);
 uint64_t os_now_ns(void);
 /* Writes a whole string to stderr (fd 2), retrying on short writes. */
 void os_write_stderr(const char *s);
+/* Writes a whole string to file descriptor fd. */
+void os_write_fd(int fd, const char *s);
+/* A close-on-exec duplicate of stderr (so output still reaches it after the program
+ * closes fd 2, as coreutils do at exit), or -1. */
+int os_dup_stderr(void);
 /* Reads the value of environment variable name into buf (NUL terminated). Works before
  * libc has set up environ by falling back to /proc/self/environ. Returns false when the
  * variable is absent, or when the process is setuid/setgid (AT_SECURE). */

@@ -615,8 +615,23 @@ TESSERA_EXPORT void tessera_print_classes(tessera_write_cb *write_cb, void *cbop
   emit_flush(&e);
 }
 
+/* stats_print:true writes through a duplicate of stderr taken at start-up: many
+ * programs (coreutils among them) close fd 2 in an atexit handler, which runs before
+ * this library's destructor. */
+static int exit_stats_fd = -1;
+
+void stats_boot(void) {
+  if (opt_stats_print) exit_stats_fd = os_dup_stderr();
+}
+
+static void write_exit_fd_cb(void *opaque, const char *text) {
+  (void)opaque;
+  os_write_fd(exit_stats_fd, text);
+}
+
 __attribute__((destructor)) static void stats_at_exit(void) {
-  if (opt_stats_print && malloc_initialized()) tessera_stats_print(NULL, NULL, opt_stats_print_opts);
+  if (!opt_stats_print || !malloc_initialized()) return;
+  tessera_stats_print(exit_stats_fd >= 0 ? write_exit_fd_cb : NULL, NULL, opt_stats_print_opts);
 }
 
 

@@ -25,7 +25,8 @@
  *   -> arena -> tcache -> malloc.c (the API front end), cxx.c, stats.c, fork.c
  *
  * Lock order (a thread holding a lock only ever takes locks further down the list):
- *   arenas_lock (arena creation) -> bin locks -> arena extent lock -> base lock.
+ *   stats snapshot locks (ctl.c/stats.c) -> arenas_lock (arena creation) -> bin locks
+ *   -> arena extent lock -> base lock. The thread-cache registry lock is a leaf.
  */
 #ifndef TESSERA_TYPES_H
 #define TESSERA_TYPES_H
