@@ -135,7 +135,7 @@ static int read_bin_stat(const ctl_node_t *n, const size_t *idx, void *out) {
 static int read_base_lock(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)idx;
   snapshot_lock();
-  read_snapshot_field(n, &ctl_snapshot.base_lock, out);
+  read_snapshot_field(n, &ctl_snapshot, out); /* the node's offset includes base_lock's */
   stats_snapshot_unlock(&ctl_snapshot);
   return 0;
 }

@@ -126,7 +126,27 @@ void control_thread_counters(uint64_t *allocated, uint64_t *deallocated) {
   }
 }
 
+/*
+ * Incremental GC: every TCACHE_GC_EVENTS slow-path events the thread looks at one bin;
+ * a bin that served no allocation since the GC's previous look gives back half of what
+ * it holds (the oldest blocks). So a thread that allocated a burst once does not keep
+ * that memory forever, and the work is a few bins at a time, on slow paths only.
+ */
+#define TCACHE_GC_EVENTS 32
+
+static void flush_oldest(tcache_t *tc, unsigned c, unsigned n);
+
+static void tcache_gc_tick(tcache_t *tc) {
+  if (++tc->events % TCACHE_GC_EVENTS != 0) return;
+  unsigned c = tc->gc_bin;
+  tc->gc_bin = (c + 1) % NCACHED_MAX;
+  cache_bin_t *b = tcache_bin(tc, c);
+  if (b->nmalloc == b->gc_nmalloc && b->count > 0) flush_oldest(tc, c, (b->count + 1) / 2);
+  b->gc_nmalloc = b->nmalloc;
+}
+
 void *tcache_alloc_refill(tcache_t *tc, unsigned c) {
+  tcache_gc_tick(tc);
   cache_bin_t *b = tcache_bin(tc, c);
   b->nmalloc++;
   if (c >= NSMALL) {
@@ -179,6 +199,7 @@ static void flush_oldest(tcache_t *tc, unsigned c, unsigned n) {
 }
 
 void tcache_free_full(tcache_t *tc, unsigned c, void *p) {
+  tcache_gc_tick(tc);
   cache_bin_t *b = tcache_bin(tc, c);
   flush_oldest(tc, c, b->count - b->count / 2);
   b->stack[b->count++] = p;

@@ -180,7 +180,8 @@ typedef struct cache_bin {
   uint64_t region_magic;
   uint64_t nmalloc;   /* blocks this thread took from this bin (fast and slow paths) */
   uint64_t ndalloc;   /* blocks this thread gave back to this bin */
-  uint64_t pad[3];    /* one cache line per bin: free indexes bins with a single shift */
+  uint64_t gc_nmalloc; /* nmalloc when the GC last looked: unchanged means idle */
+  uint64_t pad[2];    /* one cache line per bin: free indexes bins with a single shift */
 } cache_bin_t;
 
 typedef struct tcache {
