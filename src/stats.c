@@ -151,7 +151,7 @@ static void merge_arena(arena_stats_t *m, const arena_stats_t *s) {
 static void totals_from(stats_snapshot_t *s) {
   const arena_stats_t *m = &s->merged;
   tessera_counters *out = &s->totals;
-  size_t base = base_mapped_bytes();
+  size_t base = base_mapped_bytes() + tcache_mapped_bytes(); /* allocator-owned memory */
   /* Blocks in thread caches count as allocated for the arenas, but the program does
    * not hold them. */
   size_t handed_out = m->small_allocated + m->large_allocated;

@@ -19,6 +19,8 @@ extern __thread uint8_t tls_thread_state __attribute__((tls_model("initial-exec"
 static inline cache_bin_t *tcache_bin(tcache_t *tc, unsigned c) { return &tc->bins[c + 1]; }
 
 bool tcache_boot(void);
+/* Bytes mapped for the live thread caches (counted as metadata). */
+size_t tcache_mapped_bytes(void);
 /* The calling thread's cache, created if possible; NULL when the thread cannot have
  * one (tcache disabled, the thread is exiting, or we are inside cache creation). */
 tcache_t *tcache_get(void);
