@@ -28,6 +28,8 @@ int arena_thp_mode;
 /* Decay work done inside one malloc or free is bounded by time, so no call stalls long
  * (the background thread, or later calls, continue where it stopped). */
 #define DECAY_BUDGET_NS ((uint64_t)500 * 1000)
+/* Free pages kept beyond the recent peak of live pages (64 MiB). */
+#define DIRTY_SLACK_PAGES ((size_t)16384)
 
 void arena_init(arena_t *a, unsigned index) {
   memset(a, 0, sizeof(*a));
@@ -130,8 +132,22 @@ size_t arena_decay_locked(arena_t *a, uint64_t now, uint64_t deadline) {
   /* With muzzy_decay_ms 0 the muzzy stage is skipped: dirty pages are released. */
   unsigned next = muzzy_ms != 0 ? EXTENT_MUZZY : EXTENT_RETAINED;
   size_t moved = 0;
+  size_t epoch_before = a->dirty_decay.epoch_start_ns;
   decay_advance(&a->dirty_decay, dirty_ms, now, a->dirty.npages);
   size_t keep = decay_limit(&a->dirty_decay);
+  /* Whatever the curve allows, active + dirty stays within the recent peak of active
+   * pages plus DIRTY_SLACK_PAGES: a program that frees faster than decay_ms (growing
+   * buffers) cannot pile up free pages far beyond what it recently needed, while a block
+   * freed and soon needed again (the seed's multi-MiB churn) stays resident. The peak
+   * follows active down linearly over the decay time. */
+  if (a->active_pages > a->active_peak_pages) a->active_peak_pages = a->active_pages;
+  if (dirty_ms > 0 && a->dirty_decay.epoch_start_ns != epoch_before) {
+    uint64_t epochs = (a->dirty_decay.epoch_start_ns - epoch_before) / ((uint64_t)dirty_ms * 1000000u / DECAY_NEPOCHS + 1);
+    size_t excess = a->active_peak_pages - a->active_pages;
+    a->active_peak_pages -= epochs >= DECAY_NEPOCHS ? excess : (size_t)(excess * epochs / DECAY_NEPOCHS);
+  }
+  size_t cap = a->active_peak_pages - a->active_pages + DIRTY_SLACK_PAGES;
+  if (dirty_ms >= 0 && keep > cap) keep = cap;
   if (a->dirty.npages > keep) moved += extent_move_oldest(a, EXTENT_DIRTY, next, keep, deadline);
   decay_advance(&a->muzzy_decay, muzzy_ms, now, a->muzzy.npages);
   keep = decay_limit(&a->muzzy_decay);

@@ -157,6 +157,7 @@ typedef struct arena {
   /* counters (under extent_lock) */
   size_t mapped_pages;
   size_t active_pages;       /* pages in slabs and large blocks */
+  size_t active_peak_pages;  /* recent peak of active_pages (decays over dirty_decay_ms) */
   size_t large_allocated;    /* usable bytes of live large blocks */
   uint64_t nmalloc_large;
   uint64_t ndalloc_large;
