@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "tessera.h"
+#include "tt.h"
 
 #define MIB ((size_t)1 << 20)
 #define NBLOCKS 256
@@ -39,23 +40,13 @@ static void sleep_ms(long ms) {
   while (nanosleep(&ts, &ts) != 0) {}
 }
 
-#define EXPECT(cond, ...)                                          \
-  do {                                                             \
-    if (!(cond)) {                                                 \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);         \
-      fprintf(stderr, __VA_ARGS__);                                \
-      fprintf(stderr, "\n");                                       \
-      exit(1);                                                     \
-    }                                                              \
-  } while (0)
-
 static void *blocks[NBLOCKS];
 
 /* Fills 64 MiB, keeps one block in 16 alive, frees the rest; returns the RSS before. */
 static size_t build_and_free(void) {
   for (int i = 0; i < NBLOCKS; i++) {
     blocks[i] = malloc(BLOCK);
-    EXPECT(blocks[i] != NULL, "malloc");
+    TT_CHECKF(blocks[i] != NULL, "malloc");
     memset(blocks[i], i & 0xff, BLOCK);
   }
   size_t peak = rss_bytes();
@@ -70,31 +61,31 @@ static size_t build_and_free(void) {
 static void check_survivors(void) {
   for (int i = 0; i < NBLOCKS; i += 16) {
     const unsigned char *p = blocks[i];
-    for (size_t k = 0; k < BLOCK; k += 4096) EXPECT(p[k] == (i & 0xff), "survivor %d byte %zu", i, k);
+    for (size_t k = 0; k < BLOCK; k += 4096) TT_CHECKF(p[k] == (i & 0xff), "survivor %d byte %zu", i, k);
   }
 }
 
 static void activity(void) { free(malloc(BLOCK)); } /* reaches the arena: runs decay */
 
 int main(int argc, char **argv) {
-  EXPECT(argc == 2, "usage: decay_test trim|immediate|never|curve|background|fork");
-  EXPECT(strcmp(tessera_version(), "") != 0, "not running on tessera");
+  TT_CHECKF(argc == 2, "usage: decay_test trim|immediate|never|curve|background|fork");
+  TT_CHECKF(strcmp(tessera_version(), "") != 0, "not running on tessera");
   const char *mode = argv[1];
   size_t base = rss_bytes();
   size_t peak = build_and_free();
   size_t live = (NBLOCKS / 16) * (size_t)BLOCK;
-  EXPECT(peak >= base + 60 * MIB, "the workload should be resident: %zu -> %zu", base, peak);
+  TT_CHECKF(peak >= base + 60 * MIB, "the workload should be resident: %zu -> %zu", base, peak);
   size_t target = base + live + 8 * MIB; /* what "given back" means here */
   if (strcmp(mode, "trim") == 0) {
-    EXPECT(rss_bytes() > target, "with the default decay nothing should be gone yet (%zu MiB)", rss_bytes() / MIB);
+    TT_CHECKF(rss_bytes() > target, "with the default decay nothing should be gone yet (%zu MiB)", rss_bytes() / MIB);
     malloc_trim(0);
-    EXPECT(rss_bytes() <= target, "after malloc_trim: %zu MiB, want <= %zu", rss_bytes() / MIB, target / MIB);
+    TT_CHECKF(rss_bytes() <= target, "after malloc_trim: %zu MiB, want <= %zu", rss_bytes() / MIB, target / MIB);
   } else if (strcmp(mode, "immediate") == 0) {
-    EXPECT(rss_bytes() <= target, "dirty_decay_ms:0: %zu MiB, want <= %zu", rss_bytes() / MIB, target / MIB);
+    TT_CHECKF(rss_bytes() <= target, "dirty_decay_ms:0: %zu MiB, want <= %zu", rss_bytes() / MIB, target / MIB);
   } else if (strcmp(mode, "never") == 0) {
     sleep_ms(300);
     for (int i = 0; i < 100; i++) activity();
-    EXPECT(rss_bytes() >= peak - 8 * MIB, "dirty_decay_ms:-1 released pages: %zu -> %zu MiB", peak / MIB, rss_bytes() / MIB);
+    TT_CHECKF(rss_bytes() >= peak - 8 * MIB, "dirty_decay_ms:-1 released pages: %zu -> %zu MiB", peak / MIB, rss_bytes() / MIB);
   } else if (strcmp(mode, "curve") == 0) {
     sleep_ms(400);
     activity();
@@ -104,16 +95,16 @@ int main(int argc, char **argv) {
     size_t after = rss_bytes();
     printf("curve: peak %zu MiB, at 0.4 s %zu MiB, at 1.5 s %zu MiB, live %zu MiB\n", peak / MIB, partway / MIB,
            after / MIB, live / MIB);
-    EXPECT(after <= target, "dirty_decay_ms:1000 after 1.5 s: %zu MiB, want <= %zu", after / MIB, target / MIB);
+    TT_CHECKF(after <= target, "dirty_decay_ms:1000 after 1.5 s: %zu MiB, want <= %zu", after / MIB, target / MIB);
   } else if (strcmp(mode, "background") == 0) {
     sleep_ms(1600); /* no allocation at all meanwhile */
     size_t after = rss_bytes();
     printf("background: peak %zu MiB, after 1.6 s idle %zu MiB\n", peak / MIB, after / MIB);
-    EXPECT(after <= target, "background thread, dirty_decay_ms:1000: %zu MiB, want <= %zu", after / MIB, target / MIB);
+    TT_CHECKF(after <= target, "background thread, dirty_decay_ms:1000: %zu MiB, want <= %zu", after / MIB, target / MIB);
   } else if (strcmp(mode, "fork") == 0) {
     for (int round = 0; round < 20; round++) {
       pid_t pid = fork();
-      EXPECT(pid >= 0, "fork");
+      TT_CHECKF(pid >= 0, "fork");
       if (pid == 0) {
         void *p = malloc(BLOCK);
         memset(p, 1, BLOCK);
@@ -123,10 +114,10 @@ int main(int argc, char **argv) {
         _exit(0);
       }
       int status;
-      EXPECT(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d", round);
+      TT_CHECKF(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d", round);
     }
   } else {
-    EXPECT(0, "unknown mode %s", mode);
+    TT_CHECKF(0, "unknown mode %s", mode);
   }
   check_survivors();
   printf("decay %s: ok\n", mode);

@@ -16,32 +16,23 @@
 #include <string.h>
 
 #include "tessera.h"
-
-#define EXPECT(cond, ...)                                  \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                        \
-      fprintf(stderr, "\n");                               \
-      exit(1);                                             \
-    }                                                      \
-  } while (0)
+#include "tt.h"
 
 static void refresh(void) {
   uint64_t epoch = 1;
-  EXPECT(tessera_ctl("epoch", NULL, NULL, &epoch, sizeof(epoch)) == 0, "epoch");
+  TT_CHECKF(tessera_ctl("epoch", NULL, NULL, &epoch, sizeof(epoch)) == 0, "epoch");
 }
 
 static uint64_t read_u64(const char *name) {
   uint64_t v = 0;
   size_t len = sizeof(v);
-  EXPECT(tessera_ctl(name, &v, &len, NULL, 0) == 0, "read %s", name);
+  TT_CHECKF(tessera_ctl(name, &v, &len, NULL, 0) == 0, "read %s", name);
   return v;
 }
 
 static size_t read_size(const char *name) {
   size_t v = 0, len = sizeof(v);
-  EXPECT(tessera_ctl(name, &v, &len, NULL, 0) == 0, "read %s", name);
+  TT_CHECKF(tessera_ctl(name, &v, &len, NULL, 0) == 0, "read %s", name);
   return v;
 }
 
@@ -50,7 +41,7 @@ static uint64_t total_locks(void) {
   refresh();
   unsigned nbins = 0;
   size_t len = sizeof(nbins);
-  EXPECT(tessera_ctl("arenas.nbins", &nbins, &len, NULL, 0) == 0, "arenas.nbins");
+  TT_CHECKF(tessera_ctl("arenas.nbins", &nbins, &len, NULL, 0) == 0, "arenas.nbins");
   uint64_t sum = read_u64("stats.arenas.4096.mutexes.extents.num_ops") + read_u64("stats.mutexes.base.num_ops");
   for (unsigned j = 0; j < nbins; j++) {
     char name[96];
@@ -68,7 +59,7 @@ static void scenario_gc(void) {
   for (int i = 0; i < 150; i++) free(burst[i]);
   refresh();
   size_t before = read_size("stats.arenas.4096.bins.6.curregs");
-  EXPECT(read_size("arenas.bin.6.size") == 112, "bin 6 is the 112-byte class");
+  TT_CHECKF(read_size("arenas.bin.6.size") == 112, "bin 6 is the 112-byte class");
   /* Steady work in other classes: the slow paths drive the GC. */
   for (int r = 0; r < 5000; r++) {
     void *w[300];
@@ -78,8 +69,8 @@ static void scenario_gc(void) {
   refresh();
   size_t after = read_size("stats.arenas.4096.bins.6.curregs");
   printf("gc: 112-byte regions out of their slabs: %zu after the burst, %zu after other work\n", before, after);
-  EXPECT(before >= 150, "the burst's blocks sit in the thread cache (%zu)", before);
-  EXPECT(after < 75, "the idle bin gave back at least half: %zu left", after);
+  TT_CHECKF(before >= 150, "the burst's blocks sit in the thread cache (%zu)", before);
+  TT_CHECKF(after < 75, "the idle bin gave back at least half: %zu left", after);
 }
 
 /* ---- counters ---- */
@@ -95,7 +86,7 @@ static void *alloc_worker(void *arg) {
     seed = seed * 1103515245u + 12345u;
     size_t size = (seed >> 8) % 16 == 0 ? 20000 + (seed >> 4) % 100000 : 1 + (seed >> 8) % 2000;
     void *p = malloc(size);
-    EXPECT(p != NULL, "malloc");
+    TT_CHECKF(p != NULL, "malloc");
     memset(p, t, size < 64 ? size : 64);
     if (i % 2) free(p); /* freed by its own thread */
     else handoff[t][i] = p; /* freed later by another thread */
@@ -132,8 +123,8 @@ static void scenario_counters(void) {
   size_t end = read_size("stats.allocated");
   printf("  stats.allocated %zu at start, %zu with blocks live, %zu after all threads exit\n", start, during,
          end);
-  EXPECT(during > start + (size_t)NTHREADS * PER_THREAD / 2, "live blocks are counted");
-  EXPECT(end == start, "allocated returns to its start: %zu vs %zu", end, start);
+  TT_CHECKF(during > start + (size_t)NTHREADS * PER_THREAD / 2, "live blocks are counted");
+  TT_CHECKF(end == start, "allocated returns to its start: %zu vs %zu", end, start);
 }
 
 /* ---- locks ---- */
@@ -183,16 +174,16 @@ static void scenario_locks(void) {
   printf("locks per malloc/free pair: single thread %.5f (%llu over %ld pairs), producer/consumer %.4f (%llu over %ld)\n",
          (double)single / (double)pairs, (unsigned long long)single, pairs, (double)cross / (double)transfers,
          (unsigned long long)cross, transfers);
-  EXPECT((double)single / (double)pairs < 0.01, "single-thread loop takes locks");
-  EXPECT((double)cross / (double)transfers < 0.25, "remote frees must go back in batches");
+  TT_CHECKF((double)single / (double)pairs < 0.01, "single-thread loop takes locks");
+  TT_CHECKF((double)cross / (double)transfers < 0.25, "remote frees must go back in batches");
 }
 
 int main(int argc, char **argv) {
-  EXPECT(argc == 2, "usage: threads_test gc|counters|locks");
+  TT_CHECKF(argc == 2, "usage: threads_test gc|counters|locks");
   if (strcmp(argv[1], "gc") == 0) scenario_gc();
   else if (strcmp(argv[1], "counters") == 0) scenario_counters();
   else if (strcmp(argv[1], "locks") == 0) scenario_locks();
-  else EXPECT(0, "unknown scenario %s", argv[1]);
+  else TT_CHECKF(0, "unknown scenario %s", argv[1]);
   printf("threads %s: ok\n", argv[1]);
   return 0;
 }
