@@ -45,6 +45,7 @@ void arena_init(arena_t *a, unsigned index) {
 
 bool arenas_init(unsigned narenas) {
   lock_init(&arenas_lock);
+  arena_select_least_loaded = strcmp(opt_arena_select, "least_loaded") == 0;
   if (strcmp(opt_thp, "always") == 0) arena_thp_mode = 1;
   else if (strcmp(opt_thp, "never") == 0) arena_thp_mode = 2;
   else if (strcmp(opt_thp, "default") != 0)
@@ -91,12 +92,34 @@ arena_t *arena_create(void) {
   return a;
 }
 
+bool arena_select_least_loaded;
+
+static arena_t *least_loaded(void) {
+  arena_t *best = NULL;
+  for (unsigned i = 0; i < narenas_limit; i++) {
+    arena_t *a = arena_get(i);
+    if (a != NULL && (best == NULL || atomic_load(&a->nthreads) < atomic_load(&best->nthreads))) best = a;
+  }
+  return best;
+}
+
+arena_t *arena_for_cpu(void) {
+  arena_t *a = arena_get(os_current_cpu() % narenas_limit);
+  return a != NULL ? a : arena_get(0);
+}
+
 arena_t *arena_choose_for_new_thread(void) {
+  if (arena_select_least_loaded) {
+    arena_t *a = least_loaded();
+    return a != NULL ? a : arena_get(0);
+  }
   /* Round-robin until every arena has had a thread, then the CPU we run on (seed 000). */
   unsigned n = atomic_fetch_add_explicit(&next_arena_rr, 1, memory_order_relaxed);
-  unsigned i = n < narenas_limit ? n : os_current_cpu() % narenas_limit;
-  arena_t *a = arena_get(i);
-  return a != NULL ? a : arena_get(0);
+  if (n < narenas_limit) {
+    arena_t *a = arena_get(n);
+    if (a != NULL) return a;
+  }
+  return arena_for_cpu();
 }
 
 size_t large_usable_size(size_t size) {

@@ -25,6 +25,10 @@ void arena_init(arena_t *a, unsigned index);
 arena_t *arena_get(unsigned i);
 /* The arena a new thread should use. */
 arena_t *arena_choose_for_new_thread(void);
+/* The automatic arena of the CPU the caller runs on. */
+arena_t *arena_for_cpu(void);
+/* arena_select:least_loaded (else: cpu, seed 000's rule). */
+extern bool arena_select_least_loaded;
 
 /* Usable size of a large request (rounded to its class up to the cache limit, else to
  * whole pages); 0 if the request is impossible. */

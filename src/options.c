@@ -24,6 +24,7 @@ unsigned opt_narenas = 0;
 /* Unused pages are released over dirty_decay_ms (see decay.c); -1 keeps them. */
 ssize_t opt_dirty_decay_ms = 5000;
 ssize_t opt_muzzy_decay_ms = 0;
+char opt_arena_select[16] = "cpu";
 bool opt_background_thread = false;
 char opt_thp[16] = "default";
 bool opt_junk = false;
@@ -33,6 +34,7 @@ char opt_stats_print_opts[16] = "";
 char opt_slab_sizes[256] = "";
 
 static bool valid_thp(const char *v, size_t len);
+static bool valid_arena_select(const char *v, size_t len);
 static bool valid_stats_opts(const char *v, size_t len);
 static bool valid_slab_sizes(const char *v, size_t len);
 
@@ -63,6 +65,9 @@ const option_def_t option_table[] = {
                "Time (ms) over which unused dirty pages are released to the OS; -1 never, 0 at once."),
     NUM_OPTION("muzzy_decay_ms", OPTION_SSIZE, opt_muzzy_decay_ms, -1, 3600000,
                "Time (ms) pages stay lazily freed (MADV_FREE) before release; 0 skips that stage."),
+    STRING_OPTION("arena_select", opt_arena_select,
+                  "How threads spread over arenas: cpu (round-robin, then by CPU, moving away from contention) or least_loaded.",
+                  "cpu or least_loaded", valid_arena_select),
     BOOL_OPTION("background_thread", opt_background_thread,
                 "A background thread that releases unused memory while the program is idle."),
     STRING_OPTION("thp", opt_thp,
@@ -79,6 +84,10 @@ const option_def_t option_table[] = {
 };
 const unsigned option_count = sizeof(option_table) / sizeof(option_table[0]);
 _Static_assert(sizeof(option_table) / sizeof(option_table[0]) <= OPTION_MAX, "raise OPTION_MAX");
+
+static bool valid_arena_select(const char *v, size_t len) {
+  return (len == 3 && memcmp(v, "cpu", 3) == 0) || (len == 12 && memcmp(v, "least_loaded", 12) == 0);
+}
 
 static bool valid_thp(const char *v, size_t len) {
   return (len == 7 && memcmp(v, "default", 7) == 0) || (len == 6 && memcmp(v, "always", 6) == 0) ||

@@ -23,6 +23,7 @@ extern unsigned opt_lg_tcache_nslots_mul;
 extern unsigned opt_narenas; /* 0 = one per CPU */
 extern ssize_t opt_dirty_decay_ms;
 extern ssize_t opt_muzzy_decay_ms;
+extern char opt_arena_select[16];
 extern bool opt_background_thread;
 extern char opt_thp[16];
 extern bool opt_junk;

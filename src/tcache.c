@@ -19,6 +19,8 @@
 __thread tcache_t *tls_tcache __attribute__((tls_model("initial-exec"))) = &tcache_empty;
 __thread uint8_t tls_thread_state __attribute__((tls_model("initial-exec")));
 static __thread arena_t *tls_arena __attribute__((tls_model("initial-exec")));
+/* Set when the program bound the thread (thread.arena): it then never moves. */
+static __thread bool tls_arena_pinned __attribute__((tls_model("initial-exec")));
 tcache_t tcache_empty;
 
 static pthread_key_t exit_key;
@@ -106,17 +108,47 @@ tcache_t *tcache_get(void) {
 
 unsigned control_thread_arena_get(void) { return thread_arena()->index; }
 
+/* Moves the calling thread to arena a (its cached blocks go back to their own arenas
+ * whenever they are flushed). */
+static void rebind(arena_t *a) {
+  arena_t *old = thread_arena();
+  if (old == a) return;
+  atomic_fetch_sub(&old->nthreads, 1);
+  atomic_fetch_add(&a->nthreads, 1);
+  tls_arena = a;
+  if (tls_tcache != &tcache_empty) tls_tcache->arena = a;
+}
+
+/*
+ * Seed 000's balance rule, applied where a cached thread meets its arena (a refill):
+ * the thread keeps its arena while it was the last thread to refill there, or while
+ * the bin's lock is free; otherwise another thread is working in the same arena right
+ * now, and the thread moves to the arena of the CPU it runs on.
+ */
+static arena_t *refill_arena(tcache_t *tc, unsigned c) {
+  arena_t *a = tc->arena;
+  uintptr_t me = thread_marker();
+  if (!arena_select_least_loaded && !tls_arena_pinned && narenas_limit > 1 &&
+      atomic_load_explicit(&a->last_refiller, memory_order_relaxed) != me &&
+      atomic_load_explicit(&a->bins[c].lock.state, memory_order_relaxed) != 0) {
+    arena_t *mine = arena_for_cpu();
+    if (mine != a) {
+      rebind(mine);
+      a = mine;
+    }
+  }
+  if (atomic_load_explicit(&a->last_refiller, memory_order_relaxed) != me)
+    atomic_store_explicit(&a->last_refiller, me, memory_order_relaxed);
+  return a;
+}
+
 int control_thread_arena_set(unsigned index) {
   if (!malloc_initialized()) tessera_free_internal(tessera_malloc_internal(1));
   if (index >= arenas_count()) return EINVAL;
   arena_t *a = index < narenas_limit ? arena_get(index) : arenas[index];
   if (a == NULL) return EAGAIN;
-  arena_t *old = thread_arena();
-  if (old == a) return 0;
-  atomic_fetch_sub(&old->nthreads, 1);
-  atomic_fetch_add(&a->nthreads, 1);
-  tls_arena = a;
-  if (tls_tcache != &tcache_empty) tls_tcache->arena = a;
+  tls_arena_pinned = true;
+  rebind(a);
   return 0;
 }
 
@@ -165,7 +197,7 @@ void *tcache_alloc_refill(tcache_t *tc, unsigned c) {
   /* Take a batch lowest address first and stack it so the lowest is popped first. */
   void *batch[256];
   unsigned want = b->fill < 256 ? b->fill : 256;
-  unsigned got = bin_fill(tc->arena, c, batch, want);
+  unsigned got = bin_fill(refill_arena(tc, c), c, batch, want);
   if (got == 0) {
     b->nmalloc--;
     return NULL;

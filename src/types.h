@@ -145,6 +145,7 @@ typedef struct bin {
 typedef struct arena {
   unsigned index;
   _Atomic unsigned nthreads; /* threads bound to it */
+  _Atomic uintptr_t last_refiller; /* thread_marker() of the thread that refilled last */
   lock_t extent_lock;        /* guards the extent sets and the large counters */
   extent_set_t dirty;
   extent_set_t muzzy;
