@@ -132,6 +132,11 @@ unsigned large_code(size_t usable) {
   return usable <= TCACHE_MAX_LIMIT ? size_to_class(usable) + 1 : CODE_LARGE;
 }
 
+unsigned large_class_index(size_t usable) {
+  unsigned j = size_to_class_compute(usable) - NSMALL;
+  return j < NLARGE_CLASSES ? j : NLARGE_CLASSES - 1;
+}
+
 void *arena_malloc_large(arena_t *a, size_t size, size_t align, bool zero) {
   size_t usable = large_usable_size(size);
   if (usable == 0) return NULL;
@@ -141,6 +146,9 @@ void *arena_malloc_large(arena_t *a, size_t size, size_t align, bool zero) {
   if (e != NULL) {
     a->large_allocated += usable;
     a->nmalloc_large++;
+    unsigned j = large_class_index(usable);
+    a->lextent_nmalloc[j]++;
+    a->lextent_cur[j]++;
   }
   arena_decay_tick(a);
   lock_release(&a->extent_lock);
@@ -187,6 +195,9 @@ void arena_free_large(arena_t *a, extent_t *e) {
   lock_acquire(&a->extent_lock);
   a->large_allocated -= e->npages * PAGE;
   a->ndalloc_large++;
+  unsigned j = large_class_index(e->npages * PAGE);
+  a->lextent_ndalloc[j]++;
+  a->lextent_cur[j]--;
   extent_free(a, e);
   arena_decay_tick(a);
   lock_release(&a->extent_lock);
@@ -199,7 +210,11 @@ bool arena_resize_large_in_place(arena_t *a, extent_t *e, size_t new_usable) {
   lock_acquire(&a->extent_lock);
   if (new_pages > old_pages) ok = extent_grow_in_place(a, e, new_pages, large_code(new_usable));
   else ok = extent_shrink_in_place(a, e, new_pages, large_code(new_usable));
-  if (ok) a->large_allocated = a->large_allocated - old_pages * PAGE + new_pages * PAGE;
+  if (ok) {
+    a->large_allocated = a->large_allocated - old_pages * PAGE + new_pages * PAGE;
+    a->lextent_cur[large_class_index(old_pages * PAGE)]--;
+    a->lextent_cur[large_class_index(new_pages * PAGE)]++;
+  }
   lock_release(&a->extent_lock);
   return ok;
 }

@@ -33,6 +33,8 @@ extern bool arena_select_least_loaded;
 /* Usable size of a large request (rounded to its class up to the cache limit, else to
  * whole pages); 0 if the request is impossible. */
 size_t large_usable_size(size_t size);
+/* The index of a large usable size in the per-size counters (0 .. NLARGE_CLASSES-1). */
+unsigned large_class_index(size_t usable);
 /* The page-map code for a large block of the given usable size. */
 unsigned large_code(size_t usable);
 

@@ -187,6 +187,18 @@ static int read_bin_info(const ctl_node_t *n, const size_t *idx, void *out) {
   return 0;
 }
 
+static int read_lextent_size(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)n;
+  return put_size(out, class_to_size(NSMALL + (unsigned)idx[0]));
+}
+
+static int read_lextent_stat(const ctl_node_t *n, const size_t *idx, void *out) {
+  snapshot_lock();
+  read_snapshot_field(n, &stats_arena(&ctl_snapshot, idx[0])->lextents[idx[1]], out);
+  stats_snapshot_unlock(&ctl_snapshot);
+  return 0;
+}
+
 static int read_arenas_decay_ms(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)idx;
   ssize_t v = n->offset ? opt_muzzy_decay_ms : opt_dirty_decay_ms;
@@ -266,6 +278,7 @@ static bool arena_index_ok(size_t i) {
 }
 
 static bool bin_index_ok(size_t i) { return i < NSMALL; }
+static bool lextent_index_ok(size_t i) { return i < NLARGE_CLASSES; }
 
 /* ---- the tree ---- */
 
@@ -297,6 +310,12 @@ static const ctl_node_t stats_bin_nodes[] = {
     NAMED("mutex", bin_lock_nodes),         END};
 static const ctl_node_t stats_bin_index[] = {INDEXED("<j>", stats_bin_nodes, bin_index_ok), END};
 
+#define LSTAT(nm, t, field) LEAF(nm, t, read_lextent_stat, NULL, offsetof(lextent_stats_t, field))
+static const ctl_node_t stats_lextent_nodes[] = {
+    LSTAT("nmalloc", CTL_U64, nmalloc), LSTAT("ndalloc", CTL_U64, ndalloc),
+    LSTAT("curlextents", CTL_SIZE, curlextents), END};
+static const ctl_node_t stats_lextent_index[] = {INDEXED("<j>", stats_lextent_nodes, lextent_index_ok), END};
+
 static const ctl_node_t stats_small_nodes[] = {
     ASTAT("allocated", CTL_SIZE, small_allocated), ASTAT("nmalloc", CTL_U64, small_nmalloc),
     ASTAT("ndalloc", CTL_U64, small_ndalloc), ASTAT("nrequests", CTL_U64, small_nrequests), END};
@@ -320,6 +339,7 @@ static const ctl_node_t stats_arena_nodes[] = {
     NAMED("small", stats_small_nodes),
     NAMED("large", stats_large_nodes),
     NAMED("bins", stats_bin_index),
+    NAMED("lextents", stats_lextent_index),
     NAMED("mutexes", stats_arena_mutex_nodes),
     END};
 static const ctl_node_t stats_arena_index[] = {INDEXED("<i>", stats_arena_nodes, arena_index_ok), END};
@@ -346,6 +366,9 @@ static const ctl_node_t arenas_bin_nodes[] = {
     LEAF("nregs", CTL_U32, read_bin_info, NULL, 2), END};
 static const ctl_node_t arenas_bin_index[] = {INDEXED("<j>", arenas_bin_nodes, bin_index_ok), END};
 
+static const ctl_node_t arenas_lextent_nodes[] = {LEAF("size", CTL_SIZE, read_lextent_size, NULL, 0), END};
+static const ctl_node_t arenas_lextent_index[] = {INDEXED("<j>", arenas_lextent_nodes, lextent_index_ok), END};
+
 static const ctl_node_t arenas_nodes[] = {
     LEAF("narenas", CTL_UNSIGNED, read_narenas, NULL, 0),
     LEAF("create", CTL_UNSIGNED, read_arenas_create, NULL, 0),
@@ -356,6 +379,8 @@ static const ctl_node_t arenas_nodes[] = {
     LEAF("dirty_decay_ms", CTL_SSIZE, read_arenas_decay_ms, NULL, 0),
     LEAF("muzzy_decay_ms", CTL_SSIZE, read_arenas_decay_ms, NULL, 1),
     NAMED("bin", arenas_bin_index),
+    LEAF("nlextents", CTL_UNSIGNED, read_constant_unsigned, NULL, NLARGE_CLASSES),
+    NAMED("lextent", arenas_lextent_index),
     END};
 
 static const ctl_node_t thread_tcache_nodes[] = {

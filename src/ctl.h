@@ -28,6 +28,11 @@ typedef struct bin_stats {
   stats_lock_t lock;
 } bin_stats_t;
 
+typedef struct lextent_stats {
+  uint64_t nmalloc, ndalloc;
+  size_t curlextents;
+} lextent_stats_t;
+
 typedef struct arena_stats {
   unsigned nthreads;      /* threads bound */
   unsigned ntcaches;      /* live thread caches attached */
@@ -39,6 +44,7 @@ typedef struct arena_stats {
   uint64_t npurge, nmadvise, purged, lazy_freed; /* purge passes, madvise calls, pages */
   stats_lock_t extent_lock;
   bin_stats_t bins[NSMALL];
+  lextent_stats_t lextents[NLARGE_CLASSES]; /* per large size class */
 } arena_stats_t;
 
 typedef struct stats_snapshot {

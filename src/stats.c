@@ -54,6 +54,11 @@ static void read_extents(arena_t *a, arena_stats_t *s) {
   s->large_allocated = a->large_allocated;
   s->large_nmalloc = a->nmalloc_large;
   s->large_ndalloc = a->ndalloc_large;
+  for (unsigned j = 0; j < NLARGE_CLASSES; j++) {
+    s->lextents[j].nmalloc = a->lextent_nmalloc[j];
+    s->lextents[j].ndalloc = a->lextent_ndalloc[j];
+    s->lextents[j].curlextents = a->lextent_cur[j];
+  }
   s->npurge = a->npurge;
   s->nmadvise = a->nmadvise;
   s->purged = a->purged_pages;
@@ -128,6 +133,11 @@ static void merge_arena(arena_stats_t *m, const arena_stats_t *s) {
   m->large_allocated += s->large_allocated;
   m->large_nmalloc += s->large_nmalloc;
   m->large_ndalloc += s->large_ndalloc;
+  for (unsigned j = 0; j < NLARGE_CLASSES; j++) {
+    m->lextents[j].nmalloc += s->lextents[j].nmalloc;
+    m->lextents[j].ndalloc += s->lextents[j].ndalloc;
+    m->lextents[j].curlextents += s->lextents[j].curlextents;
+  }
   m->npurge += s->npurge;
   m->nmadvise += s->nmadvise;
   m->purged += s->purged;
@@ -393,6 +403,19 @@ static void j_arena(emitter_t *e, const char *key, const arena_stats_t *s, const
     j_u64(e, "allocated", s->large_allocated);
     j_u64(e, "nmalloc", s->large_nmalloc);
     j_u64(e, "ndalloc", s->large_ndalloc);
+    /* Per large size class, only the classes that were ever used. */
+    j_open(e, "sizes", '[');
+    for (unsigned j = 0; j < NLARGE_CLASSES; j++) {
+      const lextent_stats_t *l = &s->lextents[j];
+      if (l->nmalloc == 0 && l->curlextents == 0) continue;
+      j_open(e, NULL, '{');
+      j_u64(e, "size", class_to_size(NSMALL + j));
+      j_u64(e, "nmalloc", l->nmalloc);
+      j_u64(e, "ndalloc", l->ndalloc);
+      j_u64(e, "curlextents", l->curlextents);
+      j_close(e, '}');
+    }
+    j_close(e, ']');
     j_close(e, '}');
   }
   j_open(e, "tcaches", '{');
@@ -524,9 +547,16 @@ static void t_arena(emitter_t *e, const char *title, const arena_stats_t *s, con
   emit(e, "  small: allocated %zu, nmalloc %llu, ndalloc %llu, nrequests %llu\n", s->small_allocated,
        (unsigned long long)s->small_nmalloc, (unsigned long long)s->small_ndalloc,
        (unsigned long long)s->small_nrequests);
-  if (o->large)
+  if (o->large) {
     emit(e, "  large: allocated %zu, nmalloc %llu, ndalloc %llu\n", s->large_allocated,
          (unsigned long long)s->large_nmalloc, (unsigned long long)s->large_ndalloc);
+    for (unsigned j = 0; j < NLARGE_CLASSES; j++) {
+      const lextent_stats_t *l = &s->lextents[j];
+      if (l->nmalloc == 0 && l->curlextents == 0) continue;
+      emit(e, "    up to %12zu bytes: nmalloc %llu, ndalloc %llu, current %zu\n", class_to_size(NSMALL + j),
+           (unsigned long long)l->nmalloc, (unsigned long long)l->ndalloc, l->curlextents);
+    }
+  }
   if (o->locks) t_lock(e, "extent lock:", &s->extent_lock);
   if (o->bins) t_bins(e, s, o);
 }

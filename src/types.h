@@ -53,6 +53,9 @@
 #define BITMAP_MAX_WORDS (SLAB_MAX_REGIONS / 64)
 
 #define MAX_ARENAS 256
+/* Large size classes with their own counters: class NSMALL + j for j below this (the
+ * last one also counts everything bigger, from 2^40 bytes up). */
+#define NLARGE_CLASSES 136
 
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
@@ -167,6 +170,10 @@ typedef struct arena {
   uint64_t purged_pages;     /* pages released (MADV_DONTNEED) */
   uint64_t lazy_freed_pages; /* pages lazily freed (MADV_FREE) */
   extent_t *spare_records[2]; /* unused extent records, without/with a bitmap */
+  /* per large size class (large_class_index), under extent_lock */
+  uint64_t lextent_nmalloc[NLARGE_CLASSES];
+  uint64_t lextent_ndalloc[NLARGE_CLASSES];
+  size_t lextent_cur[NLARGE_CLASSES];
   bin_t bins[NSMALL];
 } arena_t;
 
