@@ -6,6 +6,7 @@
 #include "base.h"
 #include "bin.h"
 #include "extent.h"
+#include "internal.h"
 #include "control.h"
 #include "decay.h"
 #include "lock.h"
@@ -24,6 +25,8 @@ unsigned arenas_count(void) { return atomic_load_explicit(&arenas_in_use, memory
 static _Atomic unsigned next_arena_rr;
 
 int arena_thp_mode;
+/* Decay times new arenas start with: the options, changed by arenas.*_decay_ms. */
+static _Atomic ssize_t default_dirty_decay_ms, default_muzzy_decay_ms;
 
 /* Decay work done inside one malloc or free is bounded by time, so no call stalls long
  * (the background thread, or later calls, continue where it stopped). */
@@ -35,16 +38,19 @@ void arena_init(arena_t *a, unsigned index) {
   memset(a, 0, sizeof(*a));
   a->index = index;
   lock_init(&a->extent_lock);
-  atomic_store(&a->dirty_decay_ms, opt_dirty_decay_ms);
-  atomic_store(&a->muzzy_decay_ms, opt_muzzy_decay_ms);
+  ssize_t dirty_ms = atomic_load(&default_dirty_decay_ms), muzzy_ms = atomic_load(&default_muzzy_decay_ms);
+  atomic_store(&a->dirty_decay_ms, dirty_ms);
+  atomic_store(&a->muzzy_decay_ms, muzzy_ms);
   uint64_t now = os_now_ns();
-  decay_init(&a->dirty_decay, opt_dirty_decay_ms, now);
-  decay_init(&a->muzzy_decay, opt_muzzy_decay_ms, now);
+  decay_init(&a->dirty_decay, dirty_ms, now);
+  decay_init(&a->muzzy_decay, muzzy_ms, now);
   for (unsigned c = 0; c < NSMALL; c++) bin_init(&a->bins[c]);
 }
 
 bool arenas_init(unsigned narenas) {
   lock_init(&arenas_lock);
+  atomic_store(&default_dirty_decay_ms, opt_dirty_decay_ms);
+  atomic_store(&default_muzzy_decay_ms, opt_muzzy_decay_ms);
   arena_select_least_loaded = strcmp(opt_arena_select, "least_loaded") == 0;
   if (strcmp(opt_thp, "always") == 0) arena_thp_mode = 1;
   else if (strcmp(opt_thp, "never") == 0) arena_thp_mode = 2;
@@ -250,6 +256,15 @@ static int for_arenas(unsigned index, size_t (*f)(arena_t *, bool), bool all) {
 
 int control_arena_purge(unsigned index) { return for_arenas(index, arena_purge, true); }
 int control_arena_decay(unsigned index) { return for_arenas(index, arena_purge, false); }
+
+int control_default_decay_ms(bool muzzy, ssize_t *old_ms, const ssize_t *new_ms) {
+  if (new_ms != NULL && *new_ms < -1) return EINVAL;
+  _Atomic ssize_t *field = muzzy ? &default_muzzy_decay_ms : &default_dirty_decay_ms;
+  if (!malloc_initialized()) tessera_free_internal(tessera_malloc_internal(1));
+  if (old_ms != NULL) *old_ms = atomic_load(field);
+  if (new_ms != NULL) atomic_store(field, *new_ms);
+  return 0;
+}
 
 int control_arena_decay_ms(unsigned index, bool muzzy, ssize_t *old_ms, const ssize_t *new_ms) {
   arena_t *a = control_arena(index);

@@ -50,6 +50,14 @@ int control_arena_decay(unsigned index);
  * 0, EINVAL (no such arena, or a value below -1). */
 int control_arena_decay_ms(unsigned index, bool muzzy, ssize_t *old_ms, const ssize_t *new_ms);
 
+/* arenas.dirty_decay_ms / arenas.muzzy_decay_ms: the decay times arenas created from
+ * now on start with (automatic arenas created later included). Same conventions. */
+int control_default_decay_ms(bool muzzy, ssize_t *old_ms, const ssize_t *new_ms);
+/* thread.tcache.enabled: whether the calling thread uses a thread cache; turning it off
+ * returns every cached block first. */
+bool control_thread_tcache_enabled(void);
+void control_thread_tcache_enable(bool enable);
+
 /* Internal: bytes this thread allocated and freed outside its cache bins (malloc.c). */
 void thread_direct_counters(uint64_t *allocated, uint64_t *deallocated);
 

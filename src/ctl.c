@@ -201,9 +201,17 @@ static int read_lextent_stat(const ctl_node_t *n, const size_t *idx, void *out) 
 
 static int read_arenas_decay_ms(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)idx;
-  ssize_t v = n->offset ? opt_muzzy_decay_ms : opt_dirty_decay_ms;
+  ssize_t v;
+  control_default_decay_ms(n->offset != 0, &v, NULL);
   memcpy(out, &v, sizeof(v));
   return 0;
+}
+
+static int write_arenas_decay_ms(const ctl_node_t *n, const size_t *idx, const void *in) {
+  (void)idx;
+  ssize_t v;
+  memcpy(&v, in, sizeof(v));
+  return control_default_decay_ms(n->offset != 0, NULL, &v) == 0 ? 0 : EFAULT;
 }
 
 /* Maps the core's EINVAL (no such arena, bad value) to jemalloc's EFAULT for actions. */
@@ -256,8 +264,17 @@ static int do_tcache_flush(const ctl_node_t *n, const size_t *idx, const void *i
 
 static int read_tcache_enabled(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)n, (void)idx;
-  bool v = opt_tcache && tls_tcache != &tcache_empty;
+  bool v = control_thread_tcache_enabled();
   memcpy(out, &v, sizeof(v));
+  return 0;
+}
+
+static int write_tcache_enabled(const ctl_node_t *n, const size_t *idx, const void *in) {
+  (void)n, (void)idx;
+  bool v;
+  memcpy(&v, in, sizeof(v));
+  if (v && !opt_tcache) return EFAULT; /* caches are off for the whole process (tcache:false) */
+  control_thread_tcache_enable(v);
   return 0;
 }
 
@@ -376,15 +393,15 @@ static const ctl_node_t arenas_nodes[] = {
     LEAF("quantum", CTL_SIZE, read_constant_size, NULL, QUANTUM),
     LEAF("nbins", CTL_UNSIGNED, read_constant_unsigned, NULL, NSMALL),
     LEAF("tcache_max", CTL_SIZE, read_tcache_max, NULL, 0),
-    LEAF("dirty_decay_ms", CTL_SSIZE, read_arenas_decay_ms, NULL, 0),
-    LEAF("muzzy_decay_ms", CTL_SSIZE, read_arenas_decay_ms, NULL, 1),
+    LEAF("dirty_decay_ms", CTL_SSIZE, read_arenas_decay_ms, write_arenas_decay_ms, 0),
+    LEAF("muzzy_decay_ms", CTL_SSIZE, read_arenas_decay_ms, write_arenas_decay_ms, 1),
     NAMED("bin", arenas_bin_index),
     LEAF("nlextents", CTL_UNSIGNED, read_constant_unsigned, NULL, NLARGE_CLASSES),
     NAMED("lextent", arenas_lextent_index),
     END};
 
 static const ctl_node_t thread_tcache_nodes[] = {
-    ACTION("flush", do_tcache_flush), LEAF("enabled", CTL_BOOL, read_tcache_enabled, NULL, 0), END};
+    ACTION("flush", do_tcache_flush), LEAF("enabled", CTL_BOOL, read_tcache_enabled, write_tcache_enabled, 0), END};
 
 static const ctl_node_t thread_nodes[] = {
     LEAF("arena", CTL_UNSIGNED, read_thread_arena, write_thread_arena, 0),

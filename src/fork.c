@@ -15,6 +15,7 @@
 #include "background.h"
 #include "base.h"
 #include "internal.h"
+#include "lock.h"
 #include "tcache.h"
 
 /* glibc exports these; weak so that tessera still links and runs on another libc. */
@@ -40,6 +41,7 @@ static void fork_parent(void) {
 
 static void fork_child(void) {
   if (!malloc_initialized()) return;
+  lock_id_reset(); /* this thread has a new id in the child */
   base_fork_child();
   arenas_fork_child();
   tcache_fork_child();

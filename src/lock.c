@@ -20,12 +20,22 @@ static inline void cpu_relax(void) {
 }
 
 static __thread char thread_marker_byte;
+__thread uint32_t tls_lock_id __attribute__((tls_model("initial-exec")));
 
 uintptr_t thread_marker(void) { return (uintptr_t)&thread_marker_byte; }
 
+uint32_t lock_id_slow(void) {
+  /* Kernel thread ids are positive and below 2^30 (pid_max is at most 4M), so the id
+   * shifted left by one fits the word with room for the waiters bit. */
+  tls_lock_id = (uint32_t)syscall(SYS_gettid) << 1;
+  return tls_lock_id;
+}
+
+void lock_id_reset(void) { tls_lock_id = 0; }
+
 void lock_init(lock_t *l) {
   atomic_store_explicit(&l->state, 0, memory_order_relaxed);
-  l->owner = 0;
+  l->fork_skipped = false;
   l->n_acquired = l->n_contended = l->wait_ns_total = l->wait_ns_max = 0;
 }
 
@@ -41,21 +51,35 @@ void lock_wake(lock_t *l) {
   errno = saved;
 }
 
-void lock_slow(lock_t *l) {
+void lock_slow(lock_t *l, uint32_t me) {
   uint64_t start = os_now_ns();
   uint32_t expected;
   for (int i = 0; i < LOCK_SPIN_LIMIT; i++) {
     if (atomic_load_explicit(&l->state, memory_order_relaxed) == 0) {
       expected = 0;
-      if (atomic_compare_exchange_weak_explicit(&l->state, &expected, 1, memory_order_acquire,
+      if (atomic_compare_exchange_weak_explicit(&l->state, &expected, me, memory_order_acquire,
                                                 memory_order_relaxed))
         goto acquired;
     }
     cpu_relax();
   }
-  /* Sleep: mark the lock as "held with waiters" so the holder's unlock wakes us. */
-  while (atomic_exchange_explicit(&l->state, 2, memory_order_acquire) != 0)
-    futex_wait(&l->state, 2);
+  /* Sleep: mark the lock "held, with waiters" so the holder's release wakes us. A lock
+   * we take after sleeping keeps the waiters bit: others may still sleep on it. */
+  for (;;) {
+    uint32_t c = atomic_load_explicit(&l->state, memory_order_relaxed);
+    if (c == 0) {
+      expected = 0;
+      if (atomic_compare_exchange_weak_explicit(&l->state, &expected, me | LOCK_WAITERS,
+                                                memory_order_acquire, memory_order_relaxed))
+        break;
+      continue;
+    }
+    if (!(c & LOCK_WAITERS) &&
+        !atomic_compare_exchange_weak_explicit(&l->state, &c, c | LOCK_WAITERS, memory_order_relaxed,
+                                               memory_order_relaxed))
+      continue;
+    futex_wait(&l->state, c | LOCK_WAITERS);
+  }
 acquired:;
   uint64_t waited = os_now_ns() - start;
   /* We hold the lock now, so the counters are ours to update. */

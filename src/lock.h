@@ -2,35 +2,50 @@
  * The light lock: a futex mutex after Drepper's "Futexes Are Tricky" (mutex 2), with a
  * bounded adaptive spin before sleeping. Uncontended lock and unlock are one atomic each.
  * Each lock counts acquisitions, contended acquisitions and wait time for stats.
+ *
+ * The lock word holds its owner: (owner's thread id << 1) | waiters-bit, 0 when free.
+ * Taking the lock and recording who holds it is therefore one atomic step, so a signal
+ * handler on the same thread (fork from a handler that interrupted malloc) always knows
+ * whether the interrupted code holds the lock; with a separate owner field there would
+ * be a window between the two stores.
  */
 #ifndef TESSERA_LOCK_H
 #define TESSERA_LOCK_H
 
 #include "types.h"
 
-/* A per-thread address that identifies the calling thread (for lock ownership). */
+#define LOCK_WAITERS 1u
+
+/* The calling thread's id as the lock word stores it (never 0). */
+extern __thread uint32_t tls_lock_id __attribute__((tls_model("initial-exec")));
+uint32_t lock_id_slow(void);
+static inline uint32_t lock_my_id(void) {
+  uint32_t id = tls_lock_id;
+  return likely(id != 0) ? id : lock_id_slow();
+}
+/* After fork, in the child: the thread has a new id. */
+void lock_id_reset(void);
+
+/* A per-thread address that identifies the calling thread. */
 uintptr_t thread_marker(void);
 
 void lock_init(lock_t *l);
-void lock_slow(lock_t *l);
+void lock_slow(lock_t *l, uint32_t me);
 
 static inline void lock_acquire(lock_t *l) {
+  uint32_t me = lock_my_id();
   uint32_t expected = 0;
-  if (unlikely(!atomic_compare_exchange_strong_explicit(&l->state, &expected, 1,
-                                                        memory_order_acquire,
-                                                        memory_order_relaxed))) {
-    lock_slow(l);
-  }
-  l->owner = thread_marker();
+  if (unlikely(!atomic_compare_exchange_strong_explicit(&l->state, &expected, me, memory_order_acquire,
+                                                        memory_order_relaxed)))
+    lock_slow(l, me);
   l->n_acquired++;
 }
 
 static inline bool lock_try(lock_t *l) {
   uint32_t expected = 0;
-  if (!atomic_compare_exchange_strong_explicit(&l->state, &expected, 1, memory_order_acquire,
+  if (!atomic_compare_exchange_strong_explicit(&l->state, &expected, lock_my_id(), memory_order_acquire,
                                                memory_order_relaxed))
     return false;
-  l->owner = thread_marker();
   l->n_acquired++;
   return true;
 }
@@ -38,13 +53,12 @@ static inline bool lock_try(lock_t *l) {
 void lock_wake(lock_t *l);
 
 static inline void lock_release(lock_t *l) {
-  l->owner = 0;
-  if (unlikely(atomic_exchange_explicit(&l->state, 0, memory_order_release) == 2)) lock_wake(l);
+  if (unlikely(atomic_exchange_explicit(&l->state, 0, memory_order_release) & LOCK_WAITERS)) lock_wake(l);
 }
 
 /* True when the calling thread holds l (used by fork from a signal handler). */
 static inline bool lock_held_by_me(const lock_t *l) {
-  return atomic_load_explicit(&l->state, memory_order_relaxed) != 0 && l->owner == thread_marker();
+  return (atomic_load_explicit(&l->state, memory_order_relaxed) & ~LOCK_WAITERS) == lock_my_id();
 }
 
 /* fork: the prepare handler takes every lock so the child sees consistent state. A

@@ -251,9 +251,9 @@ void tcache_flush_all(tcache_t *tc) {
     if (tcache_bin(tc, c)->count > 0) flush_oldest(tc, c, tcache_bin(tc, c)->count);
 }
 
-static void thread_exit(void *arg) {
-  tcache_t *tc = arg;
-  tls_thread_state = THREAD_EXITED; /* from now on this thread bypasses the cache */
+/* Returns every cached block and the cache itself; state is what the thread becomes. */
+static void tcache_destroy(tcache_t *tc, uint8_t state) {
+  tls_thread_state = state; /* from now on this thread bypasses the cache */
   tls_tcache = &tcache_empty;
   tcache_flush_all(tc);
   /* Keep the exited thread's request counts: stats add them to the live caches'. */
@@ -268,9 +268,27 @@ static void thread_exit(void *arg) {
   else registry = tc->next;
   if (tc->next) tc->next->prev = tc->prev;
   lock_release(&registry_lock);
-  if (tls_arena != NULL) atomic_fetch_sub(&tls_arena->nthreads, 1);
+  if (state == THREAD_EXITED && tls_arena != NULL) atomic_fetch_sub(&tls_arena->nthreads, 1);
   atomic_fetch_sub_explicit(&tcache_mapped, tc->alloc_size, memory_order_relaxed);
   os_unmap(tc, tc->alloc_size);
+}
+
+static void thread_exit(void *arg) { tcache_destroy(arg, THREAD_EXITED); }
+
+bool control_thread_tcache_enabled(void) {
+  return opt_tcache && (tls_tcache != &tcache_empty || tls_thread_state == THREAD_NEW);
+}
+
+void control_thread_tcache_enable(bool enable) {
+  if (!enable && tls_tcache != &tcache_empty) {
+    tcache_t *tc = tls_tcache;
+    pthread_setspecific(exit_key, NULL); /* nothing left for the exit hook */
+    tcache_destroy(tc, THREAD_CACHE_OFF);
+  } else if (!enable && tls_thread_state == THREAD_NEW) {
+    tls_thread_state = THREAD_CACHE_OFF;
+  } else if (enable && tls_thread_state == THREAD_CACHE_OFF) {
+    tls_thread_state = THREAD_NEW; /* the next slow path creates a cache */
+  }
 }
 
 void tcache_for_each(void (*f)(const tcache_t *, void *), void *arg) {

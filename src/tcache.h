@@ -12,7 +12,7 @@ extern __thread tcache_t *tls_tcache __attribute__((tls_model("initial-exec")));
 extern tcache_t tcache_empty;
 
 /* Per-thread state, for the slow paths. */
-enum { THREAD_NEW = 0, THREAD_CREATING, THREAD_ACTIVE, THREAD_EXITED };
+enum { THREAD_NEW = 0, THREAD_CREATING, THREAD_ACTIVE, THREAD_EXITED, THREAD_CACHE_OFF };
 extern __thread uint8_t tls_thread_state __attribute__((tls_model("initial-exec")));
 
 /* The bin of class c (bins are indexed by page-map code, c + 1). */

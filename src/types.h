@@ -64,8 +64,7 @@
 
 /* ---- lock.h ---- */
 typedef struct lock {
-  _Atomic uint32_t state; /* 0 free, 1 held, 2 held and someone may sleep on it */
-  uintptr_t owner;        /* thread_marker() of the holder, 0 when free */
+  _Atomic uint32_t state; /* 0 free, else (holder's thread id << 1) | 1 if someone may sleep */
   bool fork_skipped;      /* fork found it held by the forking thread itself */
   /* Counters, written only by the holder, read (racily) by stats. */
   uint64_t n_acquired;
