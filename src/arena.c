@@ -7,6 +7,7 @@
 #include "bin.h"
 #include "extent.h"
 #include "internal.h"
+#include "background.h"
 #include "control.h"
 #include "decay.h"
 #include "lock.h"
@@ -195,6 +196,11 @@ size_t arena_decay_locked(arena_t *a, uint64_t now, uint64_t deadline) {
 void arena_decay_tick(arena_t *a) {
   uint64_t now = os_now_ns();
   arena_decay_locked(a, now, now + DECAY_BUDGET_NS);
+  /* Lots of unused memory: a thread that returns it even while the program is idle. */
+  if (unlikely(opt_background_thread_auto != 0 &&
+               (a->dirty.npages + a->muzzy.npages) * PAGE >= opt_background_thread_auto &&
+               atomic_load_explicit(&background_state, memory_order_relaxed) == BG_NONE))
+    atomic_store_explicit(&background_requested, true, memory_order_relaxed);
 }
 
 void arena_free_large(arena_t *a, extent_t *e) {

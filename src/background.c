@@ -46,8 +46,20 @@ static void *background_main(void *arg) {
   return NULL;
 }
 
+_Atomic bool background_requested;
+
+static void start_thread(void);
+
 void background_maybe_start(void) {
-  if (!opt_background_thread) return;
+  if (opt_background_thread) start_thread();
+}
+
+void background_start_requested(void) {
+  atomic_store(&background_requested, false);
+  start_thread();
+}
+
+static void start_thread(void) {
   int expected = BG_NONE;
   if (!atomic_compare_exchange_strong(&background_state, &expected, BG_STARTING)) return;
   pthread_attr_t attr;
@@ -67,6 +79,7 @@ void background_maybe_start(void) {
 }
 
 void background_fork_child(void) {
+  atomic_store(&background_requested, false);
   int s = atomic_load(&background_state);
   if (s == BG_RUNNING || s == BG_STARTING) atomic_store(&background_state, BG_NONE);
 }

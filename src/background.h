@@ -15,6 +15,10 @@ enum { BG_NONE, BG_STARTING, BG_RUNNING, BG_FAILED };
 
 /* Starts the thread if the option asks for it and it is not running. */
 void background_maybe_start(void);
+/* Set (under an extent lock) when an arena's unused pages pass background_thread_auto;
+ * the next allocator call outside the locks starts the thread. */
+extern _Atomic bool background_requested;
+void background_start_requested(void);
 void background_fork_child(void);
 /* Whether the background thread runs (for stats and tests). */
 bool background_running(void);

@@ -119,6 +119,7 @@ NOINLINE static void *malloc_slow(size_t size) {
     return NULL;
   }
   if (unlikely(opt_background_thread && background_state == BG_NONE && constructed)) background_maybe_start();
+  if (unlikely(background_requested && constructed)) background_start_requested();
   tcache_t *tc = tcache_get();
   void *p;
   if (size <= LOOKUP_MAX) {
@@ -183,6 +184,7 @@ NOINLINE static void free_slow(void *p) {
     return;
   }
   free_extent_block(e, c == CODE_LARGE ? NSMALL : c, p);
+  if (unlikely(background_requested && constructed)) background_start_requested();
 }
 
 /* ---- fast paths ---- */

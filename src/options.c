@@ -26,6 +26,8 @@ ssize_t opt_dirty_decay_ms = 5000;
 ssize_t opt_muzzy_decay_ms = 0;
 char opt_arena_select[16] = "cpu";
 bool opt_background_thread = false;
+/* Unused bytes in one arena that start the background thread anyway (0: never). */
+size_t opt_background_thread_auto = (size_t)64 << 20;
 char opt_thp[16] = "default";
 bool opt_junk = false;
 bool opt_zero = false;
@@ -70,6 +72,8 @@ const option_def_t option_table[] = {
                   "cpu or least_loaded", valid_arena_select),
     BOOL_OPTION("background_thread", opt_background_thread,
                 "A background thread that releases unused memory while the program is idle."),
+    NUM_OPTION("background_thread_auto", OPTION_SIZE, opt_background_thread_auto, 0, (1ull << 40),
+               "Start the background thread anyway once an arena holds this many unused bytes (0: never)."),
     STRING_OPTION("thp", opt_thp,
                   "Transparent huge pages for arena memory: default (the system's setting), always, never.",
                   "default, always or never", valid_thp),

@@ -25,6 +25,7 @@ extern ssize_t opt_dirty_decay_ms;
 extern ssize_t opt_muzzy_decay_ms;
 extern char opt_arena_select[16];
 extern bool opt_background_thread;
+extern size_t opt_background_thread_auto;
 extern char opt_thp[16];
 extern bool opt_junk;
 extern bool opt_zero;
