@@ -130,7 +130,7 @@ static void scenario_counters(void) {
 /* ---- locks ---- */
 
 #define QUEUE 4096
-static void *_Atomic queue[QUEUE];
+static void *queue[QUEUE]; /* slots handed over with __atomic builtins */
 static const long transfers = 2000000;
 
 static void *producer(void *arg) {
