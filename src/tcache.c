@@ -59,16 +59,48 @@ arena_t *thread_arena(void) {
   return a;
 }
 
+/* Caches of exited threads kept for reuse (under registry_lock). Options cannot change
+ * after start-up, so every cache has the same size. */
+#define TCACHE_POOL_MAX 16
+static tcache_t *pool[TCACHE_POOL_MAX];
+static unsigned pool_count;
+
+static tcache_t *pool_take(size_t size) {
+  tcache_t *tc = NULL;
+  lock_acquire(&registry_lock);
+  if (pool_count > 0 && pool[pool_count - 1]->alloc_size == size) tc = pool[--pool_count];
+  lock_release(&registry_lock);
+  if (tc != NULL) memset(tc, 0, sizeof(*tc)); /* the stacks need no clearing */
+  return tc;
+}
+
+/* Keeps tc for a later thread if there is room; else unmaps it. */
+static void pool_give(tcache_t *tc) {
+  lock_acquire(&registry_lock);
+  bool kept = pool_count < TCACHE_POOL_MAX;
+  if (kept) pool[pool_count++] = tc;
+  lock_release(&registry_lock);
+  if (!kept) {
+    atomic_fetch_sub_explicit(&tcache_mapped, tc->alloc_size, memory_order_relaxed);
+    os_unmap(tc, tc->alloc_size);
+  }
+}
+
 static tcache_t *tcache_create(void) {
   size_t slots = 0;
   for (unsigned c = 0; c < NCACHED_MAX; c++) slots += bin_capacity(c) + 1; /* +1: stack[-1] */
   /* Mapped directly rather than from base: a cache is ~30 KiB of stacks of which a thread
    * touches only what it uses, and unmapping it at thread exit gives that back (a program
-   * with a thousand short threads must not keep a thousand caches resident). */
+   * with a thousand short threads must not keep a thousand caches resident). A few
+   * caches of exited threads are kept for the next threads: mapping and unmapping one
+   * per thread costs page faults and TLB shootdowns. */
   size_t size = (sizeof(tcache_t) + slots * sizeof(void *) + PAGE_MASK) & ~PAGE_MASK;
-  tcache_t *tc = os_map(size);
-  if (tc == NULL) return NULL;
-  atomic_fetch_add_explicit(&tcache_mapped, size, memory_order_relaxed);
+  tcache_t *tc = pool_take(size);
+  if (tc == NULL) {
+    tc = os_map(size);
+    if (tc == NULL) return NULL;
+    atomic_fetch_add_explicit(&tcache_mapped, size, memory_order_relaxed);
+  }
   tc->alloc_size = size;
   void **slot = (void **)(tc + 1);
   for (unsigned c = 0; c < NCACHED_MAX; c++) {
@@ -269,8 +301,7 @@ static void tcache_destroy(tcache_t *tc, uint8_t state) {
   if (tc->next) tc->next->prev = tc->prev;
   lock_release(&registry_lock);
   if (state == THREAD_EXITED && tls_arena != NULL) atomic_fetch_sub(&tls_arena->nthreads, 1);
-  atomic_fetch_sub_explicit(&tcache_mapped, tc->alloc_size, memory_order_relaxed);
-  os_unmap(tc, tc->alloc_size);
+  pool_give(tc);
 }
 
 static void thread_exit(void *arg) { tcache_destroy(arg, THREAD_EXITED); }
