@@ -83,5 +83,3 @@ void background_fork_child(void) {
   int s = atomic_load(&background_state);
   if (s == BG_RUNNING || s == BG_STARTING) atomic_store(&background_state, BG_NONE);
 }
-
-bool background_running(void) { return atomic_load(&background_state) == BG_RUNNING; }

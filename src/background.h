@@ -20,7 +20,5 @@ void background_maybe_start(void);
 extern _Atomic bool background_requested;
 void background_start_requested(void);
 void background_fork_child(void);
-/* Whether the background thread runs (for stats and tests). */
-bool background_running(void);
 
 #endif

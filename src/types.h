@@ -181,7 +181,6 @@ typedef struct cache_bin {
   void **stack;       /* stack[0 .. count): cached blocks, top = most recent; stack[-1] == NULL */
   uint16_t count;
   uint16_t capacity;  /* 0 means "not cached": every call takes the slow path */
-  uint16_t low_water; /* lowest count since the last GC pass (for incremental GC) */
   uint16_t fill;      /* blocks to take per fill */
   /* The class's divisibility magic (class_info_t.magic), here so that free's check that
    * a pointer starts a region reads the cache line it touches anyway. 0 = no caching. */
@@ -191,6 +190,7 @@ typedef struct cache_bin {
   uint64_t gc_nmalloc; /* nmalloc when the GC last looked: unchanged means idle */
   uint64_t pad[2];    /* one cache line per bin: free indexes bins with a single shift */
 } cache_bin_t;
+_Static_assert(sizeof(cache_bin_t) == 64, "free indexes cache bins by shifting the code by 6");
 
 typedef struct tcache {
   /* Indexed by page-map code (class + 1): bins[0] is a dummy that never caches, so free
