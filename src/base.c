@@ -14,7 +14,7 @@ typedef struct free_block { struct free_block *next; } free_block_t;
 static lock_t base_lock;
 static char *bump, *bump_end;
 static free_block_t *free_lists[BASE_NLISTS + 1];
-static size_t mapped_bytes, allocated_bytes;
+static size_t mapped_bytes;
 
 static size_t round_granule(size_t size) {
   return (size + BASE_GRANULE - 1) & ~(size_t)(BASE_GRANULE - 1);
@@ -46,7 +46,6 @@ void *base_alloc(size_t size) {
       p = fresh;
     }
   }
-  if (p != NULL) allocated_bytes += size;
   lock_release(&base_lock);
   if (recycled) memset(p, 0, size);
   return p;
@@ -56,7 +55,6 @@ void base_free(void *p, size_t size) {
   size = round_granule(size ? size : 1);
   size_t list = size / BASE_GRANULE;
   lock_acquire(&base_lock);
-  allocated_bytes -= size;
   if (list <= BASE_NLISTS) {
     free_block_t *b = p;
     b->next = free_lists[list];
@@ -72,7 +70,6 @@ void base_free(void *p, size_t size) {
 }
 
 size_t base_mapped_bytes(void) { return mapped_bytes; }
-size_t base_allocated_bytes(void) { return allocated_bytes; }
 void base_fork_prepare(void) { lock_fork_prepare(&base_lock); }
 void base_fork_parent(void) { lock_fork_release(&base_lock); }
 void base_fork_child(void) { lock_fork_release(&base_lock); }

@@ -13,7 +13,6 @@
 void *base_alloc(size_t size);
 void base_free(void *p, size_t size);
 size_t base_mapped_bytes(void);
-size_t base_allocated_bytes(void);
 
 void base_fork_prepare(void);
 void base_fork_parent(void);

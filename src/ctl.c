@@ -110,34 +110,30 @@ static int read_snapshot_field(const ctl_node_t *n, const void *base, void *out)
   return 0;
 }
 
-static int read_total(const ctl_node_t *n, const size_t *idx, void *out) {
-  (void)idx;
+/* Reads node n's field of the snapshot record at base, under the snapshot's lock. */
+static int read_locked(const ctl_node_t *n, const void *base, void *out) {
   snapshot_lock();
-  read_snapshot_field(n, &ctl_snapshot.totals, out);
+  read_snapshot_field(n, base, out);
   stats_snapshot_unlock(&ctl_snapshot);
   return 0;
+}
+
+static int read_total(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)idx;
+  return read_locked(n, &ctl_snapshot.totals, out);
 }
 
 static int read_arena_stat(const ctl_node_t *n, const size_t *idx, void *out) {
-  snapshot_lock();
-  read_snapshot_field(n, stats_arena(&ctl_snapshot, idx[0]), out);
-  stats_snapshot_unlock(&ctl_snapshot);
-  return 0;
+  return read_locked(n, stats_arena(&ctl_snapshot, idx[0]), out);
 }
 
 static int read_bin_stat(const ctl_node_t *n, const size_t *idx, void *out) {
-  snapshot_lock();
-  read_snapshot_field(n, &stats_arena(&ctl_snapshot, idx[0])->bins[idx[1]], out);
-  stats_snapshot_unlock(&ctl_snapshot);
-  return 0;
+  return read_locked(n, &stats_arena(&ctl_snapshot, idx[0])->bins[idx[1]], out);
 }
 
 static int read_base_lock(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)idx;
-  snapshot_lock();
-  read_snapshot_field(n, &ctl_snapshot, out); /* the node's offset includes base_lock's */
-  stats_snapshot_unlock(&ctl_snapshot);
-  return 0;
+  return read_locked(n, &ctl_snapshot, out); /* the node's offset includes base_lock's */
 }
 
 static int read_stats_muzzy(const ctl_node_t *n, const size_t *idx, void *out) {
@@ -193,10 +189,7 @@ static int read_lextent_size(const ctl_node_t *n, const size_t *idx, void *out) 
 }
 
 static int read_lextent_stat(const ctl_node_t *n, const size_t *idx, void *out) {
-  snapshot_lock();
-  read_snapshot_field(n, &stats_arena(&ctl_snapshot, idx[0])->lextents[idx[1]], out);
-  stats_snapshot_unlock(&ctl_snapshot);
-  return 0;
+  return read_locked(n, &stats_arena(&ctl_snapshot, idx[0])->lextents[idx[1]], out);
 }
 
 static int read_arenas_decay_ms(const ctl_node_t *n, const size_t *idx, void *out) {

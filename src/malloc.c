@@ -133,6 +133,8 @@ NOINLINE static void *malloc_slow(size_t size) {
   return p;
 }
 
+/* Frees the block p of class c (CODE_LARGE, like every class >= NSMALL, is a large
+ * block: its size is the extent's) without a thread cache. */
 static void free_extent_block(extent_t *e, unsigned c, void *p) {
   if (unlikely(opt_junk)) memset(p, JUNK_FREE, c < NSMALL ? class_infos[c].size : e->npages * PAGE);
   if (c < NSMALL) {
@@ -183,7 +185,7 @@ NOINLINE static void free_slow(void *p) {
     tcache_free_full(tc, c, p); /* the fast path saw the bin full */
     return;
   }
-  free_extent_block(e, c == CODE_LARGE ? NSMALL : c, p);
+  free_extent_block(e, c, p);
   if (unlikely(background_requested && constructed)) background_start_requested();
 }
 
@@ -279,7 +281,7 @@ void control_free(void *p, bool use_tcache) {
   }
   unsigned c;
   extent_t *e = lookup_block(p, "dallocx()", &c);
-  free_extent_block(e, c == CODE_LARGE ? NSMALL : c, p);
+  free_extent_block(e, c, p);
 }
 
 arena_t *control_arena(unsigned index) {
