@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "control.h"
+#include "fastmap.h"
 #include "internal.h"
 #include "options.h"
 #include "size_class.h"
@@ -255,6 +256,13 @@ static int do_tcache_flush(const ctl_node_t *n, const size_t *idx, const void *i
   return 0;
 }
 
+static int read_free_map(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)n, (void)idx;
+  bool v = fastmap_enabled();
+  memcpy(out, &v, sizeof(v));
+  return 0;
+}
+
 static int read_tcache_enabled(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)n, (void)idx;
   bool v = control_thread_tcache_enabled();
@@ -386,6 +394,7 @@ static const ctl_node_t arenas_nodes[] = {
     LEAF("quantum", CTL_SIZE, read_constant_size, NULL, QUANTUM),
     LEAF("nbins", CTL_UNSIGNED, read_constant_unsigned, NULL, NSMALL),
     LEAF("tcache_max", CTL_SIZE, read_tcache_max, NULL, 0),
+    LEAF("free_map", CTL_BOOL, read_free_map, NULL, 0),
     LEAF("dirty_decay_ms", CTL_SSIZE, read_arenas_decay_ms, write_arenas_decay_ms, 0),
     LEAF("muzzy_decay_ms", CTL_SSIZE, read_arenas_decay_ms, write_arenas_decay_ms, 1),
     NAMED("bin", arenas_bin_index),

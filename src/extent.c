@@ -5,6 +5,7 @@
 #include "arena.h"
 #include "base.h"
 #include "os.h"
+#include "fastmap.h"
 #include "pagemap.h"
 #include "pairing_heap.h"
 
@@ -126,9 +127,12 @@ void extent_map_active(extent_t *e, unsigned code) {
     pagemap_set(e->addr, pm_make(e, code, 0));
     if (e->npages > 1) pagemap_set(last_page(e), pm_make(e, code, e->npages - 1));
   }
+  /* Written for every active block: a large block resized in place may change class. */
+  fastmap_set_block(e->addr, e->npages, e->state == EXTENT_SLAB, code <= NCACHED_MAX ? code : 0);
 }
 
 static void clear_active(const extent_t *e) {
+  fastmap_clear_block(e->addr, e->npages, e->state == EXTENT_SLAB);
   if (e->state == EXTENT_SLAB) {
     for (size_t i = 0; i < e->npages; i++) pagemap_set(e->addr + i * PAGE, 0);
   } else {

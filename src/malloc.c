@@ -19,6 +19,7 @@
 #include "bin.h"
 #include "control.h"
 #include "extent.h"
+#include "fastmap.h"
 #include "fatal.h"
 #include "internal.h"
 #include "lock.h"
@@ -49,6 +50,7 @@ NOINLINE static bool malloc_init_slow(void) {
   if (os_page_size() != PAGE) fatal("unsupported page size (tessera needs 4 KiB pages)");
   options_init(); /* first: slab_sizes shapes the size-class table */
   size_class_init();
+  fastmap_boot();
   stats_boot();
   unsigned narenas = opt_narenas ? opt_narenas : os_ncpus();
   if (!arenas_init(narenas) || !tcache_boot()) fatal("out of memory during initialisation");
@@ -106,7 +108,14 @@ static void *counted_zeroed(void *p, size_t usable) {
 }
 
 static void *alloc_cached_class(tcache_t *tc, unsigned c) {
-  if (tc != NULL && tcache_bin(tc, c)->capacity > 0) return tcache_alloc_refill(tc, c);
+  if (tc != NULL && tcache_bin(tc, c)->capacity > 0) {
+    cache_bin_t *b = tcache_bin(tc, c);
+    if (b->head != b->slots + b->capacity) { /* the fast path missed it: not empty */
+      b->nmalloc++;
+      return *b->head++;
+    }
+    return tcache_alloc_refill(tc, c);
+  }
   arena_t *a = tc != NULL ? tc->arena : thread_arena();
   if (c >= NSMALL) return counted(arena_malloc_large(a, class_infos[c].size, PAGE, false), class_infos[c].size);
   return counted(bin_alloc_one(a, c), class_infos[c].size);
@@ -180,9 +189,10 @@ NOINLINE static void free_slow(void *p) {
     if (created != NULL) tc = created;
   }
   if (c < NCACHED_MAX && tcache_bin(tc, c)->capacity > 0) {
-    cache_bin_t *b = tcache_bin(tc, c);
-    if (b->count > 0 && b->stack[b->count - 1] == p) fatal_pointer("free()", "double free", p);
-    tcache_free_full(tc, c, p); /* the fast path saw the bin full */
+    /* Here when the bin was full, when p was on top of it already, or when the free
+     * map is off (fastmap.h). */
+    if (*tcache_bin(tc, c)->head == p) fatal_pointer("free()", "double free", p);
+    tcache_free_slow(tc, c, p);
     return;
   }
   free_extent_block(e, c, p);
@@ -194,12 +204,12 @@ NOINLINE static void free_slow(void *p) {
 EXPORT void *malloc(size_t size) {
   tcache_t *tc = tls_tcache;
   if (likely(size <= LOOKUP_MAX)) {
-    cache_bin_t *b = tcache_bin(tc, class_of_lookup[(size + 15) >> 4]);
-    uint16_t n = b->count;
-    if (likely(n != 0)) {
-      b->count = (uint16_t)(n - 1);
+    cache_bin_t *b = (cache_bin_t *)((char *)tc + tcache_bin_offset_of_size[(size + 15) >> 4]);
+    void **head = b->head;
+    if (likely((uint16_t)(uintptr_t)head != b->low_empty)) {
+      b->head = head + 1;
       b->nmalloc++;
-      return b->stack[n - 1];
+      return *head;
     }
   }
   return malloc_slow(size);
@@ -207,20 +217,17 @@ EXPORT void *malloc(size_t size) {
 
 EXPORT void free(void *p) {
   uintptr_t a = (uintptr_t)p;
-  pm_entry_t e = pagemap_get(a);
-  unsigned code = pm_code(e); /* 0 when no block starts here: bins[0] never caches */
-  if (likely(code <= NCACHED_MAX)) {
-    cache_bin_t *b = &tls_tcache->bins[code];
-    uint16_t n = b->count;
-    /* p must start a region, the bin must have room, and p must not be the block we
-     * were just given back (stack[-1] is a NULL sentinel when the bin is empty). */
-    if (likely(magic_divides(b->region_magic, pm_offset(e, a)) && n < b->capacity &&
-               b->stack[n - 1] != p)) {
-      b->stack[n] = p;
-      b->count = (uint16_t)(n + 1);
-      b->ndalloc++;
-      return;
-    }
+  const fastmap_entry_t *e = fastmap_lookup(a);
+  /* bin offset 0 (no cached block on this page) is bins[0], which never caches. */
+  cache_bin_t *b = (cache_bin_t *)((char *)tls_tcache + e->bin);
+  void **head = b->head;
+  /* p must start a region, the bin must have room, and p must not be the block we were
+   * just given back (*head is the NULL sentinel when the bin is empty). */
+  if (likely(magic_divides(b->region_magic, fastmap_block_offset(e, a)) &&
+             (uint16_t)(uintptr_t)head != b->low_full && *head != p)) {
+    b->head = head - 1;
+    head[-1] = p;
+    return;
   }
   free_slow(p);
 }

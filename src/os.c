@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -49,6 +50,12 @@ void os_set_huge_pages(void *addr, size_t size, int mode) {
 size_t os_page_size(void) {
   unsigned long sz = getauxval(AT_PAGESZ);
   return sz ? (size_t)sz : 4096;
+}
+
+size_t os_address_space_limit(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return SIZE_MAX;
+  return (size_t)rl.rlim_cur;
 }
 
 unsigned os_ncpus(void) {

@@ -27,6 +27,8 @@ bool os_lazy_free_pages(void *addr, size_t size);
 void os_set_huge_pages(void *addr, size_t size, int mode);
 /* The kernel's page size; tessera requires it to be PAGE (4 KiB). */
 size_t os_page_size(void);
+/* The address-space limit of the process (RLIMIT_AS) in bytes; SIZE_MAX if none. */
+size_t os_address_space_limit(void);
 /* The number of CPUs this process may run on (at least 1). */
 unsigned os_ncpus(void);
 /* The CPU the caller runs on, or 0 if unknown. */

@@ -22,6 +22,7 @@
 #include "lock.h"
 #include "options.h"
 #include "os.h"
+#include "fastmap.h"
 #include "pagemap.h"
 #include "size_class.h"
 #include "tcache.h"
@@ -101,8 +102,9 @@ static void add_tcache(const tcache_t *tc, void *arg) {
   if (as != NULL) as->ntcaches++;
   for (unsigned c = 0; c < NCACHED_MAX; c++) {
     const cache_bin_t *b = &tc->bins[c + 1];
-    size_t bytes = (size_t)b->count * class_infos[c].size;
-    s->tcache_blocks[c] += b->count;
+    unsigned count = cache_bin_count(b);
+    size_t bytes = (size_t)count * class_infos[c].size;
+    s->tcache_blocks[c] += count;
     s->tcache_bytes += bytes;
     if (as == NULL) continue;
     as->tcache_bytes += bytes;
@@ -167,7 +169,7 @@ static void totals_from(stats_snapshot_t *s) {
   size_t handed_out = m->small_allocated + m->large_allocated;
   out->allocated = handed_out > s->tcache_bytes ? handed_out - s->tcache_bytes : 0;
   out->active = m->pactive * PAGE;
-  out->metadata = base + pagemap_mapped_bytes();
+  out->metadata = base + pagemap_mapped_bytes() + fastmap_mapped_bytes();
   out->dirty = m->pdirty * PAGE;
   out->resident = out->active + out->dirty + base;
   out->mapped = m->mapped + base;
@@ -582,7 +584,8 @@ static void print_text(emitter_t *e, const stats_snapshot_t *s, const print_opts
   const tessera_counters *k = &s->totals;
   emit(e, "___ tessera %s statistics ___\n", TESSERA_VERSION_STRING);
   if (o->general) t_general(e);
-  emit(e, "arenas: %u (%u automatic), threads bound: %u\n", s->narenas, s->nautomatic, s->merged.nthreads);
+  emit(e, "arenas: %u (%u automatic), threads bound: %u, free map: %s\n", s->narenas, s->nautomatic,
+       s->merged.nthreads, fastmap_enabled() ? "on" : "off");
   emit(e, "allocated: %zu  active: %zu  metadata: %zu  resident: %zu  mapped: %zu  retained: %zu  dirty: %zu  muzzy: %zu\n",
        k->allocated, k->active, k->metadata, k->resident, k->mapped, k->retained, k->dirty, s->merged.pmuzzy * PAGE);
   if (o->locks) t_lock(e, "base lock:", &s->base_lock);

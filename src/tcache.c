@@ -46,8 +46,14 @@ static unsigned bin_capacity(unsigned c) {
 
 static void thread_exit(void *arg);
 
+_Static_assert(offsetof(tcache_t, bins) == 0, "the free map stores bin offsets from the tcache's start");
+
+uint16_t tcache_bin_offset_of_size[(LOOKUP_MAX >> 4) + 1];
+
 bool tcache_boot(void) {
   lock_init(&registry_lock);
+  for (size_t i = 0; i <= LOOKUP_MAX >> 4; i++)
+    tcache_bin_offset_of_size[i] = (uint16_t)offsetof(tcache_t, bins[class_of_lookup[i] + 1]);
   return pthread_key_create(&exit_key, thread_exit) == 0;
 }
 
@@ -105,12 +111,16 @@ static tcache_t *tcache_create(void) {
   void **slot = (void **)(tc + 1);
   for (unsigned c = 0; c < NCACHED_MAX; c++) {
     cache_bin_t *b = tcache_bin(tc, c);
-    b->capacity = (uint16_t)bin_capacity(c);
-    b->region_magic = b->capacity > 0 ? class_infos[c].magic : 0;
-    b->fill = (uint16_t)(b->capacity > 1 ? b->capacity / 2 : b->capacity);
-    *slot++ = NULL; /* the sentinel below the stack: free's double-free test reads it */
-    b->stack = slot;
-    slot += b->capacity;
+    unsigned capacity = bin_capacity(c);
+    if (capacity == 0) continue; /* head NULL, marks 0: empty and full, never caches */
+    b->capacity = (uint16_t)capacity;
+    b->region_magic = class_infos[c].magic;
+    b->slots = slot;
+    b->head = slot + capacity; /* empty */
+    b->low_empty = (uint16_t)(uintptr_t)b->head;
+    b->low_full = (uint16_t)(uintptr_t)slot;
+    slot[capacity] = NULL; /* the sentinel: free's double-free test reads *head */
+    slot += capacity + 1;
   }
   tc->arena = thread_arena();
   lock_acquire(&registry_lock);
@@ -194,7 +204,7 @@ void control_thread_counters(uint64_t *allocated, uint64_t *deallocated) {
   if (tc == &tcache_empty) return;
   for (unsigned c = 0; c < NCACHED_MAX; c++) {
     *allocated += tcache_bin(tc, c)->nmalloc * class_infos[c].size;
-    *deallocated += tcache_bin(tc, c)->ndalloc * class_infos[c].size;
+    *deallocated += cache_bin_ndalloc(tcache_bin(tc, c)) * class_infos[c].size;
   }
 }
 
@@ -213,37 +223,43 @@ static void tcache_gc_tick(tcache_t *tc) {
   unsigned c = tc->gc_bin;
   tc->gc_bin = (c + 1) % NCACHED_MAX;
   cache_bin_t *b = tcache_bin(tc, c);
-  if (b->nmalloc == b->gc_nmalloc && b->count > 0) flush_oldest(tc, c, (b->count + 1) / 2);
+  unsigned count = cache_bin_count(b);
+  if (b->nmalloc == b->gc_nmalloc && count > 0) flush_oldest(tc, c, (count + 1) / 2);
   b->gc_nmalloc = b->nmalloc;
 }
 
 void *tcache_alloc_refill(tcache_t *tc, unsigned c) {
   tcache_gc_tick(tc);
   cache_bin_t *b = tcache_bin(tc, c);
-  b->nmalloc++;
   if (c >= NSMALL) {
     void *p = arena_malloc_large(tc->arena, class_infos[c].size, PAGE, false);
-    if (p == NULL) b->nmalloc--;
+    if (p != NULL) { /* counted as a fill of one block, handed out at once */
+      b->nfilled++;
+      b->nmalloc++;
+    }
     return p;
   }
-  /* Take a batch lowest address first and stack it so the lowest is popped first. */
+  /* Take a batch lowest address first and stack it so the lowest is popped first:
+   * batch[0] is returned, batch[1] becomes the top of the stack. */
   void *batch[256];
-  unsigned want = b->fill < 256 ? b->fill : 256;
+  unsigned fill = b->capacity > 1 ? b->capacity / 2u : b->capacity; /* half a bin per fill */
+  unsigned want = fill < 256 ? fill : 256;
   unsigned got = bin_fill(refill_arena(tc, c), c, batch, want);
-  if (got == 0) {
-    b->nmalloc--;
-    return NULL;
-  }
-  for (unsigned i = 1; i < got; i++) b->stack[got - 1 - i] = batch[i];
-  b->count = (uint16_t)(got - 1);
+  if (got == 0) return NULL;
+  void **empty = b->slots + b->capacity;
+  b->head = empty - (got - 1);
+  for (unsigned i = 1; i < got; i++) b->head[i - 1] = batch[i];
+  b->nfilled += got;
+  b->nmalloc++;
   return batch[0];
 }
 
-/* Returns the oldest n blocks of bin c (stack[0 .. n)) to their arenas: one lock
- * acquisition per owning arena, however the blocks are mixed. */
+/* Returns the oldest n blocks of bin c (the n slots below the empty position) to their
+ * arenas: one lock acquisition per owning arena, however the blocks are mixed. */
 static void flush_oldest(tcache_t *tc, unsigned c, unsigned n) {
   cache_bin_t *b = tcache_bin(tc, c);
-  void **items = b->stack;
+  unsigned count = cache_bin_count(b);
+  void **items = b->slots + b->capacity - n;
   unsigned left = n;
   if (c < NSMALL) {
     while (left > 0) {
@@ -266,21 +282,27 @@ static void flush_oldest(tcache_t *tc, unsigned c, unsigned n) {
       arena_free_large(e->arena, e);
     }
   }
-  memmove(b->stack, b->stack + n, (b->count - n) * sizeof(void *));
-  b->count = (uint16_t)(b->count - n);
+  /* The newer blocks move up into the freed slots, keeping their order. */
+  memmove(b->head + n, b->head, (count - n) * sizeof(void *));
+  b->head += n;
+  b->nflushed += n;
 }
 
-void tcache_free_full(tcache_t *tc, unsigned c, void *p) {
+void tcache_free_slow(tcache_t *tc, unsigned c, void *p) {
   tcache_gc_tick(tc);
   cache_bin_t *b = tcache_bin(tc, c);
-  flush_oldest(tc, c, b->count - b->count / 2);
-  b->stack[b->count++] = p;
-  b->ndalloc++;
+  if (b->head == b->slots) { /* full: the oldest half goes back */
+    unsigned count = cache_bin_count(b);
+    flush_oldest(tc, c, count - count / 2);
+  }
+  *--b->head = p;
 }
 
 void tcache_flush_all(tcache_t *tc) {
-  for (unsigned c = 0; c < NCACHED_MAX; c++)
-    if (tcache_bin(tc, c)->count > 0) flush_oldest(tc, c, tcache_bin(tc, c)->count);
+  for (unsigned c = 0; c < NCACHED_MAX; c++) {
+    unsigned count = cache_bin_count(tcache_bin(tc, c));
+    if (count > 0) flush_oldest(tc, c, count);
+  }
 }
 
 /* Returns every cached block and the cache itself; state is what the thread becomes. */

@@ -18,6 +18,19 @@ extern __thread uint8_t tls_thread_state __attribute__((tls_model("initial-exec"
 /* The bin of class c (bins are indexed by page-map code, c + 1). */
 static inline cache_bin_t *tcache_bin(tcache_t *tc, unsigned c) { return &tc->bins[c + 1]; }
 
+/* tcache_bin_offset_of_size[(size + 15) >> 4]: the byte offset in a tcache_t of the bin
+ * of any size up to LOOKUP_MAX (malloc's fast path: one load instead of class + 1, << 6). */
+extern INTERNAL uint16_t tcache_bin_offset_of_size[(LOOKUP_MAX >> 4) + 1];
+
+static inline unsigned cache_bin_count(const cache_bin_t *b) {
+  return (unsigned)(b->slots + b->capacity - b->head);
+}
+/* Frees this thread made into the bin: every block the bin handed out or sent back to
+ * the arena came in by a fill or a free. */
+static inline uint64_t cache_bin_ndalloc(const cache_bin_t *b) {
+  return b->nmalloc + cache_bin_count(b) + b->nflushed - b->nfilled;
+}
+
 bool tcache_boot(void);
 /* Bytes mapped for the live thread caches (counted as metadata). */
 size_t tcache_mapped_bytes(void);
@@ -29,7 +42,8 @@ arena_t *thread_arena(void);
 
 /* Slow paths of the fast paths in malloc.c. */
 void *tcache_alloc_refill(tcache_t *tc, unsigned c);
-void tcache_free_full(tcache_t *tc, unsigned c, void *p);
+/* Pushes p onto bin c (which caches), first flushing the oldest half if it is full. */
+void tcache_free_slow(tcache_t *tc, unsigned c, void *p);
 /* Returns every cached block of the calling thread to its arena. */
 void tcache_flush_all(tcache_t *tc);
 

@@ -177,24 +177,36 @@ typedef struct arena {
 } arena_t;
 
 /* ---- tcache.h ---- */
+/*
+ * One class's stack of cached blocks, in slots[0 .. capacity). The stack grows down:
+ * head points at the most recent block (the next one malloc hands out) and moves down
+ * on free; an empty bin has head == slots + capacity, where a NULL sentinel sits (free's
+ * double-free test reads *head). The fast paths test fullness and emptiness by the low
+ * 16 bits of head alone (a stack spans less than 64 KiB), so a bin that caches nothing
+ * has head NULL and both marks 0: empty and full at once, every call takes the slow path.
+ */
 typedef struct cache_bin {
-  void **stack;       /* stack[0 .. count): cached blocks, top = most recent; stack[-1] == NULL */
-  uint16_t count;
-  uint16_t capacity;  /* 0 means "not cached": every call takes the slow path */
-  uint16_t fill;      /* blocks to take per fill */
-  /* The class's divisibility magic (class_info_t.magic), here so that free's check that
-   * a pointer starts a region reads the cache line it touches anyway. 0 = no caching. */
-  uint64_t region_magic;
-  uint64_t nmalloc;   /* blocks this thread took from this bin (fast and slow paths) */
-  uint64_t ndalloc;   /* blocks this thread gave back to this bin */
-  uint64_t gc_nmalloc; /* nmalloc when the GC last looked: unchanged means idle */
-  uint64_t pad[2];    /* one cache line per bin: free indexes bins with a single shift */
+  /* the fast paths touch only these */
+  void **head;
+  uint16_t low_empty;    /* (uint16_t)head when the bin is empty */
+  uint16_t low_full;     /* (uint16_t)head when the bin is full */
+  uint16_t capacity;
+  uint64_t region_magic; /* class_info_t.magic, for free's region-start test; 0 = not cached */
+  uint64_t nmalloc;      /* blocks this thread took from this bin (fast and slow paths) */
+  /* slow paths only */
+  void **slots;
+  /* Blocks moved in from the arena and out to it: with nmalloc and the count they give
+   * the frees without a counter on free's fast path (cache_bin_ndalloc). */
+  uint64_t nfilled;
+  uint64_t nflushed;
+  uint64_t gc_nmalloc;   /* nmalloc when the GC last looked: unchanged means idle */
 } cache_bin_t;
-_Static_assert(sizeof(cache_bin_t) == 64, "free indexes cache bins by shifting the code by 6");
+_Static_assert(sizeof(cache_bin_t) == 64, "the free map stores a bin's offset as code << 6");
 
 typedef struct tcache {
-  /* Indexed by page-map code (class + 1): bins[0] is a dummy that never caches, so free
-   * needs no "is this a cached class" test beyond one bounds check. Use tcache_bin(). */
+  /* Indexed by page-map code (class + 1), first in the struct: the free map stores a
+   * bin's byte offset (code << 6) and bins[0], a dummy that never caches, is where every
+   * page without a cached block points. Use tcache_bin(). */
   cache_bin_t bins[NCACHED_MAX + 1];
   arena_t *arena;
   struct tcache *next, *prev; /* registry of live tcaches (for stats and fork) */

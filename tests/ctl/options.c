@@ -68,6 +68,7 @@ static int child_defaults(void) {
   TT_CHECK(strcmp(opt_string("opt.thp"), "default") == 0 && strcmp(opt_string("opt.slab_sizes"), "") == 0);
   TT_CHECK(!opt_bool("opt.junk") && !opt_bool("opt.zero") && !opt_bool("opt.abort_conf"));
   TT_CHECK(READ_SZ("opt.dirty_decay_ms") == 5000 && READ_U("opt.tcache_nslots_small_min") == 20);
+  TT_CHECK(opt_bool("arenas.free_map")); /* the tests run without an address-space limit */
   return 0;
 }
 

@@ -1,0 +1,61 @@
+/*
+ * The free map: what free's fast path needs to know about a page, in one flat array
+ * with one 8-byte entry per page, so that a lookup is a shift, a mask and a load (the
+ * page map, pagemap.h, is a two-level tree and stays the authority on extents; this is
+ * an index beside it, written wherever the page map marks a block of a cached class).
+ *
+ *   bin        byte offset of the class's bin in a thread cache (tcache_t): code << 6,
+ *              0 for every page that has no block of a cached class (bins[0] never
+ *              caches, so such a free falls into the slow path untested).
+ *   to_offset  (offset of the page in its block - the page's address) mod 2^32: adding
+ *              it to the low 32 bits of a pointer gives the pointer's offset from the
+ *              start of its block, which free checks is a region start.
+ *
+ * The array covers 2^32 pages (16 TiB of address space, a 32 GiB MAP_NORESERVE
+ * reservation; untouched parts cost nothing, and 32 GiB still fits under valgrind).
+ * The index is the page number masked to 32 bits, so every pointer, even a wild one,
+ * reads inside the array. Two pages 16 TiB apart would share an entry: the first block
+ * fixes the 16 TiB "home" window tessera's heap lives in (Linux places mmap memory
+ * within a terabyte or so of one spot), and a block outside it turns the map off for
+ * good (mask 0: every lookup reads entry 0, which stays 0). With the map off, or when
+ * the reservation is refused (RLIMIT_AS, strict overcommit), every free takes the slow
+ * path, which finds the block through the page map and still uses the thread cache.
+ */
+#ifndef TESSERA_FASTMAP_H
+#define TESSERA_FASTMAP_H
+
+#include "types.h"
+
+#define FASTMAP_LG_PAGES 32
+
+typedef struct fastmap_entry {
+  uint32_t to_offset;
+  uint32_t bin;
+} fastmap_entry_t;
+
+/* Hidden, so that free reads them straight, not through the GOT. */
+extern INTERNAL _Atomic uintptr_t fastmap_mask; /* (1 << FASTMAP_LG_PAGES) - 1, or 0 when off */
+extern INTERNAL fastmap_entry_t *fastmap_entries;
+
+static inline const fastmap_entry_t *fastmap_lookup(uintptr_t addr) {
+  uintptr_t mask = atomic_load_explicit(&fastmap_mask, memory_order_relaxed);
+  return &fastmap_entries[(addr >> LG_PAGE) & mask];
+}
+
+/* The offset of addr from the start of its block, given its page's entry. */
+static inline uint32_t fastmap_block_offset(const fastmap_entry_t *e, uintptr_t addr) {
+  return (uint32_t)addr + e->to_offset;
+}
+
+/* Reserves the array; leaves the map off if the OS refuses. */
+void fastmap_boot(void);
+/* Marks the pages of a block of cached class c (code c + 1): every page of a slab, the
+ * first page of a large block. Code 0 clears them (a block not of a cached class). */
+void fastmap_set_block(uintptr_t addr, size_t npages, bool slab, unsigned code);
+/* Clears what fastmap_set_block wrote. */
+void fastmap_clear_block(uintptr_t addr, size_t npages, bool slab);
+bool fastmap_enabled(void);
+/* Bytes of the array ever written (resident): counted as metadata. */
+size_t fastmap_mapped_bytes(void);
+
+#endif
