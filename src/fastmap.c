@@ -7,7 +7,7 @@
 
 /* Stands for the array while it is off: index 0 of a zero mask reads it. */
 static fastmap_entry_t off_entry;
-_Atomic uintptr_t fastmap_mask;
+uintptr_t fastmap_mask;
 fastmap_entry_t *fastmap_entries = &off_entry;
 static uintptr_t home_window = UINTPTR_MAX; /* addr >> HOME_SHIFT of the heap; set once */
 
@@ -35,10 +35,10 @@ void fastmap_boot(void) {
   if (entries == NULL) return;
   os_set_huge_pages(entries, FASTMAP_BYTES, 2); /* a touched entry must cost 4 KiB, not 2 MiB */
   fastmap_entries = entries;
-  atomic_store_explicit(&fastmap_mask, ((uintptr_t)1 << FASTMAP_LG_PAGES) - 1, memory_order_release);
+  __atomic_store_n(&fastmap_mask, ((uintptr_t)1 << FASTMAP_LG_PAGES) - 1, __ATOMIC_RELEASE);
 }
 
-bool fastmap_enabled(void) { return atomic_load_explicit(&fastmap_mask, memory_order_relaxed) != 0; }
+bool fastmap_enabled(void) { return __atomic_load_n(&fastmap_mask, __ATOMIC_RELAXED) != 0; }
 
 /* True when the block may be entered; turns the map off if it lies outside the home
  * window. Called under the owning arena's extent lock; home_window is set by the first
@@ -56,7 +56,7 @@ static bool in_home_window(uintptr_t addr, size_t npages) {
   /* A block whose entries would alias another window's: from now on every free finds
    * its block through the page map. Blocks entered so far keep valid entries, but no
    * lookup reads them any more. */
-  atomic_store_explicit(&fastmap_mask, 0, memory_order_release);
+  __atomic_store_n(&fastmap_mask, 0, __ATOMIC_RELEASE);
   return false;
 }
 

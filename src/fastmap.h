@@ -34,17 +34,18 @@ typedef struct fastmap_entry {
 } fastmap_entry_t;
 
 /* Hidden, so that free reads them straight, not through the GOT. */
-extern INTERNAL _Atomic uintptr_t fastmap_mask; /* (1 << FASTMAP_LG_PAGES) - 1, or 0 when off */
+/* The mask is a plain word, not _Atomic, so that free can AND it straight from memory;
+ * it changes at most twice (on at start-up, off for good), by aligned word stores. */
+extern INTERNAL uintptr_t fastmap_mask; /* (1 << FASTMAP_LG_PAGES) - 1, or 0 when off */
 extern INTERNAL fastmap_entry_t *fastmap_entries;
 
 static inline const fastmap_entry_t *fastmap_lookup(uintptr_t addr) {
-  uintptr_t mask = atomic_load_explicit(&fastmap_mask, memory_order_relaxed);
-  return &fastmap_entries[(addr >> LG_PAGE) & mask];
+  return &fastmap_entries[(addr >> LG_PAGE) & fastmap_mask];
 }
 
 /* The offset of addr from the start of its block, given its page's entry. */
 static inline uint32_t fastmap_block_offset(const fastmap_entry_t *e, uintptr_t addr) {
-  return (uint32_t)addr + e->to_offset;
+  return (uint32_t)(addr + e->to_offset);
 }
 
 /* Reserves the array; leaves the map off if the OS refuses. */
