@@ -23,6 +23,7 @@ static uint64_t epoch_ns(ssize_t ms) {
 void decay_init(decay_t *d, ssize_t ms, uint64_t now_ns) {
   weights_init();
   memset(d->backlog, 0, sizeof(d->backlog));
+  d->backlog_weighted = 0;
   d->added = 0;
   d->epoch_start_ns = now_ns;
   d->ms = ms;
@@ -48,14 +49,17 @@ void decay_advance(decay_t *d, ssize_t ms, uint64_t now_ns, size_t current_pages
   if (n <= DECAY_NEPOCHS) d->backlog[DECAY_NEPOCHS - n] += d->added;
   d->added = 0;
   d->epoch_start_ns += n * len;
+  /* Summed once per epoch here, not on every call of decay_limit (each free that
+   * reaches an arena asks for the limit). */
+  uint64_t sum = 0;
+  for (unsigned k = 0; k < DECAY_NEPOCHS; k++) sum += (uint64_t)d->backlog[k] * weight[k];
+  d->backlog_weighted = sum;
 }
 
 size_t decay_limit(const decay_t *d) {
   if (d->ms < 0) return SIZE_MAX;
   if (d->ms == 0) return 0;
-  uint64_t sum = 0;
-  for (unsigned k = 0; k < DECAY_NEPOCHS; k++) sum += (uint64_t)d->backlog[k] * weight[k];
-  return (size_t)(sum >> 24) + d->added;
+  return (size_t)(d->backlog_weighted >> 24) + d->added;
 }
 
 uint64_t decay_ns_to_next_epoch(const decay_t *d, uint64_t now_ns) {

@@ -123,6 +123,7 @@ typedef struct decay {
   uint64_t epoch_start_ns;       /* when the current epoch began */
   size_t added;                  /* pages that entered the stage during this epoch */
   size_t backlog[DECAY_NEPOCHS]; /* pages that entered in each past epoch, newest last */
+  uint64_t backlog_weighted;     /* sum of backlog[k] * h(k), in 1/2^24 pages (decay.c) */
   ssize_t ms;                    /* the decay time the backlog was built with */
 } decay_t;
 
