@@ -14,6 +14,7 @@
 #include "options.h"
 #include "os.h"
 #include "pagemap.h"
+#include "pairing_heap.h"
 #include "size_class.h"
 
 arena_t *arenas[MAX_ARENAS];
@@ -164,6 +165,54 @@ void *arena_malloc_large(arena_t *a, size_t size, size_t align, bool zero) {
   return (void *)e->addr;
 }
 
+/*
+ * The slab stash: a bin that has an empty slab beyond its spare hands it here instead of
+ * back to the extent sets. The slab stays whole (page-map and free-map entries, class,
+ * bitmap with every region free), so the next slab of its class costs a heap pop rather
+ * than an extent split and a rewrite of every page's entries; a program that fills and
+ * empties many slabs in turn (a batch that overflows its thread cache) no longer churns
+ * them. Stashed pages count as dirty for decay and stats: when decay wants free pages
+ * gone, the stash goes first, oldest slab first, into the dirty set.
+ */
+void arena_stash_slab(arena_t *a, extent_t *slab) {
+  heap_insert(&a->stash[slab->bin], slab);
+  slab->lru_next = NULL;
+  slab->lru_prev = a->stash_newest;
+  if (a->stash_newest != NULL) a->stash_newest->lru_next = slab;
+  else a->stash_oldest = slab;
+  a->stash_newest = slab;
+  a->stash_pages += slab->npages;
+  a->active_pages -= slab->npages;
+  a->dirty_decay.added += slab->npages;
+}
+
+static void stash_unlink(arena_t *a, extent_t *slab) {
+  heap_remove(&a->stash[slab->bin], slab);
+  if (slab->lru_prev != NULL) slab->lru_prev->lru_next = slab->lru_next;
+  else a->stash_oldest = slab->lru_next;
+  if (slab->lru_next != NULL) slab->lru_next->lru_prev = slab->lru_prev;
+  else a->stash_newest = slab->lru_prev;
+  a->stash_pages -= slab->npages;
+}
+
+extent_t *arena_unstash_slab(arena_t *a, unsigned c) {
+  extent_t *slab = a->stash[c].root; /* the lowest address */
+  if (slab == NULL) return NULL;
+  stash_unlink(a, slab);
+  a->active_pages += slab->npages;
+  slab->first_word = 0;
+  return slab;
+}
+
+/* Turns every stashed slab into dirty pages, oldest first. */
+static void stash_drain(arena_t *a) {
+  while (a->stash_oldest != NULL) {
+    extent_t *slab = a->stash_oldest;
+    stash_unlink(a, slab);
+    extent_free_stashed_slab(a, slab);
+  }
+}
+
 size_t arena_decay_locked(arena_t *a, uint64_t now, uint64_t deadline) {
   ssize_t dirty_ms = atomic_load_explicit(&a->dirty_decay_ms, memory_order_relaxed);
   ssize_t muzzy_ms = atomic_load_explicit(&a->muzzy_decay_ms, memory_order_relaxed);
@@ -171,7 +220,7 @@ size_t arena_decay_locked(arena_t *a, uint64_t now, uint64_t deadline) {
   unsigned next = muzzy_ms != 0 ? EXTENT_MUZZY : EXTENT_RETAINED;
   size_t moved = 0;
   size_t epoch_before = a->dirty_decay.epoch_start_ns;
-  decay_advance(&a->dirty_decay, dirty_ms, now, a->dirty.npages);
+  decay_advance(&a->dirty_decay, dirty_ms, now, a->dirty.npages + a->stash_pages);
   size_t keep = decay_limit(&a->dirty_decay);
   /* Whatever the curve allows, active + dirty stays within the recent peak of active
    * pages plus DIRTY_SLACK_PAGES: a program that frees faster than decay_ms (growing
@@ -186,6 +235,7 @@ size_t arena_decay_locked(arena_t *a, uint64_t now, uint64_t deadline) {
   }
   size_t cap = a->active_peak_pages - a->active_pages + DIRTY_SLACK_PAGES;
   if (dirty_ms >= 0 && keep > cap) keep = cap;
+  if (a->dirty.npages + a->stash_pages > keep) stash_drain(a);
   if (a->dirty.npages > keep) moved += extent_move_oldest(a, EXTENT_DIRTY, next, keep, deadline);
   decay_advance(&a->muzzy_decay, muzzy_ms, now, a->muzzy.npages);
   keep = decay_limit(&a->muzzy_decay);
@@ -198,7 +248,7 @@ void arena_decay_tick(arena_t *a) {
   arena_decay_locked(a, now, now + DECAY_BUDGET_NS);
   /* Lots of unused memory: a thread that returns it even while the program is idle. */
   if (unlikely(opt_background_thread_auto != 0 &&
-               (a->dirty.npages + a->muzzy.npages) * PAGE >= opt_background_thread_auto &&
+               (a->dirty.npages + a->stash_pages + a->muzzy.npages) * PAGE >= opt_background_thread_auto &&
                atomic_load_explicit(&background_state, memory_order_relaxed) == BG_NONE))
     atomic_store_explicit(&background_requested, true, memory_order_relaxed);
 }
@@ -241,6 +291,7 @@ void arena_free_small(extent_t *slab, void *p) {
 
 size_t arena_purge(arena_t *a, bool all) {
   lock_acquire(&a->extent_lock);
+  if (all) stash_drain(a);
   size_t released = all ? extent_purge(a, 0) : arena_decay_locked(a, os_now_ns(), 0);
   lock_release(&a->extent_lock);
   return released;

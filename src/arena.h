@@ -60,4 +60,9 @@ void arenas_fork_prepare(void);
 void arenas_fork_parent(void);
 void arenas_fork_child(void);
 
+/* The slab stash (arena.c), under the extent lock: keeps an empty slab whole for its
+ * class, and takes back the lowest stashed slab of class c (NULL if none). */
+void arena_stash_slab(arena_t *a, extent_t *slab);
+extent_t *arena_unstash_slab(arena_t *a, unsigned c);
+
 #endif

@@ -18,7 +18,12 @@ static extent_t *slab_new(arena_t *a, unsigned c) {
   const class_info_t *ci = &class_infos[c];
   bool zeroed;
   lock_acquire(&a->extent_lock);
-  extent_t *slab = extent_alloc(a, ci->slab_pages, 1, EXTENT_SLAB, c + 1, &zeroed);
+  extent_t *slab = arena_unstash_slab(a, c);
+  if (slab != NULL) { /* whole and empty, ready to use */
+    lock_release(&a->extent_lock);
+    return slab;
+  }
+  slab = extent_alloc(a, ci->slab_pages, 1, EXTENT_SLAB, c + 1, &zeroed);
   arena_decay_tick(a);
   lock_release(&a->extent_lock);
   if (slab == NULL) return NULL;
@@ -81,7 +86,7 @@ void *bin_alloc_one(arena_t *a, unsigned c) {
   return take_regions(a, c, &p, 1, 1) == 1 ? p : NULL;
 }
 
-/* An empty slab: keep it as the spare, or give its pages back to the arena. */
+/* An empty slab: keep it as the spare, or give it to the arena's slab stash. */
 static void slab_empty(arena_t *a, bin_t *bin, extent_t *slab) {
   if (bin->spare == NULL) {
     bin->spare = slab;
@@ -95,7 +100,7 @@ static void slab_empty(arena_t *a, bin_t *bin, extent_t *slab) {
   }
   bin->curslabs--;
   lock_acquire(&a->extent_lock);
-  extent_free(a, slab);
+  arena_stash_slab(a, slab);
   arena_decay_tick(a);
   lock_release(&a->extent_lock);
 }

@@ -269,6 +269,12 @@ void extent_free(arena_t *a, extent_t *e) {
   insert_free(a, e, EXTENT_DIRTY);
 }
 
+void extent_free_stashed_slab(arena_t *a, extent_t *e) {
+  clear_active(e);
+  insert_free(a, e, EXTENT_DIRTY);
+  a->dirty_decay.added -= e->npages; /* counted for decay when the slab was stashed */
+}
+
 bool extent_grow_in_place(arena_t *a, extent_t *e, size_t npages, unsigned code) {
   size_t extra = npages - e->npages;
   uintptr_t end = e->addr + e->npages * PAGE;

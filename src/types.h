@@ -170,6 +170,11 @@ typedef struct arena {
   uint64_t purged_pages;     /* pages released (MADV_DONTNEED) */
   uint64_t lazy_freed_pages; /* pages lazily freed (MADV_FREE) */
   extent_t *spare_records[2]; /* unused extent records, without/with a bitmap */
+  /* The slab stash (arena.c): empty slabs kept whole, per class lowest address first and
+   * on one list oldest first (lru links). Their pages count as dirty, not active. */
+  extent_heap_t stash[NSMALL];
+  extent_t *stash_oldest, *stash_newest;
+  size_t stash_pages;
   /* per large size class (large_class_index), under extent_lock */
   uint64_t lextent_nmalloc[NLARGE_CLASSES];
   uint64_t lextent_ndalloc[NLARGE_CLASSES];

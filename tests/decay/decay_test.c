@@ -6,6 +6,8 @@
  *   curve       dirty_decay_ms:1000: after 1.5 s of idleness plus one allocation, released
  *   background  background_thread:true: released while the program sleeps, no activity
  *   fork        background_thread:true survives fork: the child allocates and exits 0
+ * trim and immediate then do the same with 48 MiB of 1 KiB blocks, all freed: their empty
+ * slabs wait in the arena's slab stash, which must count as dirty and go back the same way.
  * The driver sets TESSERA_CONF for each; RSS comes from /proc/self/statm.
  */
 #include <stdint.h>
@@ -67,6 +69,29 @@ static void check_survivors(void) {
 
 static void activity(void) { free(malloc(BLOCK)); } /* reaches the arena: runs decay */
 
+#define NSMALLBLOCKS (48 * 1024)
+static void *small_blocks[NSMALLBLOCKS];
+
+/* 48 MiB of 1 KiB blocks, every one freed; returns the RSS with all of them live. */
+static size_t small_build_and_free(void) {
+  for (int i = 0; i < NSMALLBLOCKS; i++) {
+    small_blocks[i] = malloc(1024);
+    TT_CHECKF(small_blocks[i] != NULL, "malloc");
+    memset(small_blocks[i], 0x5c, 1024);
+  }
+  size_t peak = rss_bytes();
+  for (int i = 0; i < NSMALLBLOCKS; i++) free(small_blocks[i]);
+  return peak;
+}
+
+static size_t stats_dirty(void) {
+  uint64_t epoch = 1;
+  size_t dirty, len = sizeof(dirty);
+  TT_CHECKF(tessera_ctl("epoch", NULL, NULL, &epoch, sizeof(epoch)) == 0, "epoch");
+  TT_CHECKF(tessera_ctl("stats.dirty", &dirty, &len, NULL, 0) == 0, "stats.dirty");
+  return dirty;
+}
+
 int main(int argc, char **argv) {
   TT_CHECKF(argc == 2, "usage: decay_test trim|immediate|never|curve|background|fork");
   TT_CHECKF(strcmp(tessera_version(), "") != 0, "not running on tessera");
@@ -120,6 +145,20 @@ int main(int argc, char **argv) {
     TT_CHECKF(0, "unknown mode %s", mode);
   }
   check_survivors();
+  if (strcmp(mode, "trim") == 0 || strcmp(mode, "immediate") == 0) {
+    size_t base_small = rss_bytes();
+    size_t peak_small = small_build_and_free();
+    TT_CHECKF(peak_small >= base_small + 44 * MIB, "small blocks resident: %zu -> %zu", base_small, peak_small);
+    size_t small_target = base_small + 8 * MIB;
+    if (mode[0] == 't') {
+      TT_CHECKF(rss_bytes() > small_target, "empty slabs kept for reuse (%zu MiB)", rss_bytes() / MIB);
+      TT_CHECKF(stats_dirty() >= 40 * MIB, "stashed slabs count as dirty: %zu MiB", stats_dirty() / MIB);
+      malloc_trim(0);
+      TT_CHECKF(stats_dirty() < 8 * MIB, "after malloc_trim, dirty %zu MiB", stats_dirty() / MIB);
+    }
+    TT_CHECKF(rss_bytes() <= small_target, "%s, small blocks: %zu MiB, want <= %zu", mode, rss_bytes() / MIB,
+              small_target / MIB);
+  }
   printf("decay %s: ok\n", mode);
   return 0;
 }
