@@ -184,9 +184,15 @@ NOINLINE static void free_slow(void *p) {
   tcache_t *tc = tls_tcache;
   if (tc == &tcache_empty && tls_thread_state == THREAD_NEW) {
     /* A thread that frees before it allocates (a consumer) still gets a cache, so its
-     * frees go back to their arenas in batches. */
-    tcache_t *created = tcache_get();
-    if (created != NULL) tc = created;
+     * frees go back to their arenas in batches. But this first block, another thread's
+     * (typically the argument its creator handed it), goes straight home: cached, it
+     * would be the thread's first malloc of that size, and two threads given
+     * neighbouring blocks would then write one cache line ("passive" false sharing,
+     * Hoard's cache-scratch). */
+    if (tcache_get() != NULL) {
+      free_extent_block(e, c, p);
+      return;
+    }
   }
   if (c < NCACHED_MAX && tcache_bin(tc, c)->capacity > 0) {
     /* Here when the bin was full, when p was on top of it already, or when the free
