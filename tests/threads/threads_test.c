@@ -7,6 +7,9 @@
  *             below 0.01: the thread cache serves nearly everything) and a two-thread
  *             producer/consumer (must stay well below one lock per free: remote frees
  *             go back in batches); both figures are printed
+ *   handoff   a new thread's first free (a block its creator handed it) goes straight
+ *             back to the block's slab, not into the thread's cache, where it would be
+ *             the thread's next block of that size (passive false sharing)
  */
 #include <pthread.h>
 #include <stdbool.h>
@@ -178,11 +181,42 @@ static void scenario_locks(void) {
   TT_CHECKF((double)cross / (double)transfers < 0.25, "remote frees must go back in batches");
 }
 
+/* The worker frees the block it was handed, then waits while main looks at the stats. */
+static pthread_barrier_t handoff_barrier;
+
+static void *handoff_worker(void *arg) {
+  free(arg);
+  pthread_barrier_wait(&handoff_barrier); /* freed */
+  pthread_barrier_wait(&handoff_barrier); /* main has looked */
+  return NULL;
+}
+
+static void scenario_handoff(void) {
+  const char *ndalloc = "stats.arenas.4096.bins.1.ndalloc"; /* the 32 B class, all arenas */
+  TT_CHECKF(pthread_barrier_init(&handoff_barrier, NULL, 2) == 0, "barrier");
+  for (int round = 0; round < 20; round++) {
+    void *given = malloc(24);
+    refresh();
+    uint64_t before = read_u64(ndalloc);
+    pthread_t t;
+    TT_CHECKF(pthread_create(&t, NULL, handoff_worker, given) == 0, "pthread_create");
+    pthread_barrier_wait(&handoff_barrier);
+    refresh();
+    uint64_t after = read_u64(ndalloc);
+    pthread_barrier_wait(&handoff_barrier);
+    TT_CHECKF(pthread_join(t, NULL) == 0, "pthread_join");
+    /* Cached, it would only reach its slab when the worker exits. */
+    TT_CHECKF(after == before + 1, "round %d: the handed block is not back in its slab (%llu -> %llu)", round,
+              (unsigned long long)before, (unsigned long long)after);
+  }
+}
+
 int main(int argc, char **argv) {
-  TT_CHECKF(argc == 2, "usage: threads_test gc|counters|locks");
+  TT_CHECKF(argc == 2, "usage: threads_test gc|counters|locks|handoff");
   if (strcmp(argv[1], "gc") == 0) scenario_gc();
   else if (strcmp(argv[1], "counters") == 0) scenario_counters();
   else if (strcmp(argv[1], "locks") == 0) scenario_locks();
+  else if (strcmp(argv[1], "handoff") == 0) scenario_handoff();
   else TT_CHECKF(0, "unknown scenario %s", argv[1]);
   printf("threads %s: ok\n", argv[1]);
   return 0;
