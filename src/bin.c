@@ -5,6 +5,7 @@
 #include "extent.h"
 #include "fatal.h"
 #include "lock.h"
+#include "pagemap.h"
 #include "pairing_heap.h"
 #include "size_class.h"
 
@@ -63,12 +64,11 @@ static unsigned take_regions(arena_t *a, unsigned c, void **out, unsigned n, uns
       slab = bin->current = next_slab(a, bin, c);
       if (slab == NULL) break;
     }
-    unsigned nwords = (slab->nregs + 63) / 64;
-    while (got < n && slab->nfree > 0) {
-      int idx = bitmap_take_first(slab->bitmap, nwords, &slab->first_word);
-      out[got++] = (void *)(slab->addr + (size_t)idx * size);
-      slab->nfree--;
-    }
+    unsigned take = n - got < slab->nfree ? n - got : slab->nfree;
+    uint32_t idx[SLAB_MAX_REGIONS];
+    bitmap_take_lowest(slab->bitmap, &slab->first_word, idx, take); /* lowest addresses first */
+    slab->nfree -= take;
+    for (unsigned i = 0; i < take; i++) out[got++] = (void *)(slab->addr + (size_t)idx[i] * size);
   }
   bin->nmalloc += got;
   bin->curregs += got;
@@ -105,7 +105,7 @@ static void slab_empty(arena_t *a, bin_t *bin, extent_t *slab) {
   lock_release(&a->extent_lock);
 }
 
-void bin_free_locked(arena_t *a, bin_t *bin, extent_t *slab, void *p) {
+static inline void free_region(arena_t *a, bin_t *bin, extent_t *slab, void *p) {
   uint32_t idx = class_region_index(slab->bin, (uint32_t)((uintptr_t)p - slab->addr));
   if (unlikely(bitmap_get(slab->bitmap, idx))) fatal_pointer("free()", "double free", p);
   bitmap_set(slab->bitmap, idx);
@@ -120,4 +120,20 @@ void bin_free_locked(arena_t *a, bin_t *bin, extent_t *slab, void *p) {
   } else if (slab->nfree == 1) {
     heap_insert(&bin->nonfull, slab); /* it was full: it has room again */
   }
+}
+
+void bin_free_locked(arena_t *a, bin_t *bin, extent_t *slab, void *p) { free_region(a, bin, slab, p); }
+
+unsigned bin_flush(arena_t *a, unsigned c, void **items, unsigned n) {
+  bin_t *bin = &a->bins[c];
+  unsigned kept = 0;
+  lock_acquire(&bin->lock);
+  for (unsigned i = 0; i < n; i++) {
+    extent_t *slab = pm_extent(pagemap_get((uintptr_t)items[i]));
+    if (slab->arena == a) free_region(a, bin, slab, items[i]);
+    else items[kept++] = items[i]; /* another arena's */
+  }
+  bin->nflushes++;
+  lock_release(&bin->lock);
+  return kept;
 }

@@ -18,5 +18,9 @@ void *bin_alloc_one(arena_t *a, unsigned c);
 /* Returns region p of slab to its bin; the caller holds the bin's lock and has checked
  * that p starts a region. Aborts on a double free (the region is already free). */
 void bin_free_locked(arena_t *a, bin_t *bin, extent_t *slab, void *p);
+/* Returns to arena a's bin of class c, under one acquisition of its lock, every block of
+ * items[0 .. n) whose slab belongs to a; the others are moved to the front of items and
+ * counted in the result. */
+unsigned bin_flush(arena_t *a, unsigned c, void **items, unsigned n);
 
 #endif

@@ -26,19 +26,19 @@ static inline void bitmap_clear(uint64_t *words, unsigned bit) {
   words[bit / 64] &= ~((uint64_t)1 << (bit % 64));
 }
 
-/* Index of the lowest set bit at or after word *hint, or -1 if none; updates *hint to
- * the word where it was found (words below it are known to be empty). */
-static inline int bitmap_take_first(uint64_t *words, unsigned nwords, uint32_t *hint) {
-  for (unsigned w = *hint; w < nwords; w++) {
-    if (words[w]) {
-      unsigned b = (unsigned)__builtin_ctzll(words[w]);
-      words[w] &= words[w] - 1;
-      *hint = w;
-      return (int)(w * 64 + b);
+/* Clears the n lowest set bits and writes their indices to out[], in increasing order;
+ * at least n bits must be set. *hint is a word below which no bit is set; it is moved
+ * past the words emptied. */
+static inline void bitmap_take_lowest(uint64_t *words, uint32_t *hint, uint32_t *out, unsigned n) {
+  for (unsigned w = *hint; n > 0; w++) {
+    uint64_t bits = words[w];
+    for (; bits != 0 && n > 0; n--) {
+      *out++ = w * 64 + (uint32_t)__builtin_ctzll(bits);
+      bits &= bits - 1;
     }
+    words[w] = bits;
+    *hint = bits != 0 ? w : w + 1;
   }
-  *hint = nwords;
-  return -1;
 }
 
 #endif

@@ -262,20 +262,8 @@ static void flush_oldest(tcache_t *tc, unsigned c, unsigned n) {
   void **items = b->slots + b->capacity - n;
   unsigned left = n;
   if (c < NSMALL) {
-    while (left > 0) {
-      arena_t *a = pm_extent(pagemap_get((uintptr_t)items[0]))->arena;
-      bin_t *bin = &a->bins[c];
-      unsigned kept = 0;
-      lock_acquire(&bin->lock);
-      for (unsigned i = 0; i < left; i++) {
-        extent_t *slab = pm_extent(pagemap_get((uintptr_t)items[i]));
-        if (slab->arena == a) bin_free_locked(a, bin, slab, items[i]);
-        else items[kept++] = items[i]; /* another arena's: next round */
-      }
-      bin->nflushes++;
-      lock_release(&bin->lock);
-      left = kept;
-    }
+    while (left > 0) /* one round per owning arena */
+      left = bin_flush(pm_extent(pagemap_get((uintptr_t)items[0]))->arena, c, items, left);
   } else {
     for (unsigned i = 0; i < n; i++) {
       extent_t *e = pm_extent(pagemap_get((uintptr_t)items[i]));

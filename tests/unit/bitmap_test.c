@@ -14,25 +14,30 @@ int main(void) {
     bitmap_init_full(words, nbits);
     for (unsigned i = 0; i < nbits; i++) model[i] = true;
     for (unsigned i = nbits; i < nwords * 64; i++) CHECK(!bitmap_get(words, i), "bit %u past the end is clear", i);
-    uint32_t hint = 0;
+    uint32_t hint = 0, got[SLAB_MAX_REGIONS];
     /* Taking everything yields 0, 1, 2, ... in order: lowest address first. */
+    bitmap_take_lowest(words, &hint, got, nbits);
     for (unsigned i = 0; i < nbits; i++) {
-      int b = bitmap_take_first(words, nwords, &hint);
-      CHECK(b == (int)i, "take %u got %d (nbits %u)", i, b, nbits);
+      CHECK(got[i] == i, "take %u got %u (nbits %u)", i, got[i], nbits);
       model[i] = false;
     }
-    CHECK(bitmap_take_first(words, nwords, &hint) == -1, "empty bitmap");
+    for (unsigned i = 0; i < nwords; i++) CHECK(words[i] == 0, "empty bitmap");
     hint = 0;
+    unsigned nset = 0;
     for (int step = 0; step < 20000; step++) {
       unsigned i = (unsigned)(unit_rand() % nbits);
       if (unit_rand() % 2) {
-        if (!model[i]) { bitmap_set(words, i); model[i] = true; if (i / 64 < hint) hint = i / 64; }
-      } else {
-        int b = bitmap_take_first(words, nwords, &hint);
-        int expect = -1;
-        for (unsigned k = 0; k < nbits; k++) if (model[k]) { expect = (int)k; break; }
-        CHECK(b == expect, "take_first %d, model says %d", b, expect);
-        if (b >= 0) model[b] = false;
+        if (!model[i]) { bitmap_set(words, i); model[i] = true; nset++; if (i / 64 < hint) hint = i / 64; }
+      } else if (nset > 0) {
+        unsigned n = 1 + (unsigned)(unit_rand() % (nset < 8 ? nset : 8));
+        bitmap_take_lowest(words, &hint, got, n);
+        for (unsigned t = 0, k = 0; t < n; t++, k++) {
+          while (!model[k]) k++;
+          CHECK(got[t] == k, "take_lowest #%u: %u, model says %u", t, got[t], k);
+          model[k] = false;
+        }
+        nset -= n;
+        for (unsigned k = 0; k < hint * 64 && k < nbits; k++) CHECK(!model[k], "hint %u skips set bit %u", hint, k);
       }
       CHECK(bitmap_get(words, i) == model[i], "bit %u", i);
     }
