@@ -105,34 +105,49 @@ static void slab_empty(arena_t *a, bin_t *bin, extent_t *slab) {
   lock_release(&a->extent_lock);
 }
 
-static inline void free_region(arena_t *a, bin_t *bin, extent_t *slab, void *p) {
-  uint32_t idx = class_region_index(slab->bin, (uint32_t)((uintptr_t)p - slab->addr));
+/* Marks region p of slab free (the bin's counters are the caller's). c is the slab's
+ * class, passed in so that a loop over one class keeps its magic in a register. Returns
+ * false when the slab emptied and left the bin: its record may then be gone. */
+static inline bool free_region(arena_t *a, bin_t *bin, unsigned c, extent_t *slab, void *p) {
+  uint32_t idx = class_region_index(c, (uint32_t)((uintptr_t)p - slab->addr));
   if (unlikely(bitmap_get(slab->bitmap, idx))) fatal_pointer("free()", "double free", p);
   bitmap_set(slab->bitmap, idx);
   if (idx / 64 < slab->first_word) slab->first_word = idx / 64;
   slab->nfree++;
-  bin->ndalloc++;
-  bin->curregs--;
-  if (slab == bin->current) return;
+  if (slab == bin->current) return true;
   if (slab->nfree == slab->nregs) {
     if (slab->nregs > 1) heap_remove(&bin->nonfull, slab);
     slab_empty(a, bin, slab);
-  } else if (slab->nfree == 1) {
-    heap_insert(&bin->nonfull, slab); /* it was full: it has room again */
+    return false;
   }
+  if (slab->nfree == 1) heap_insert(&bin->nonfull, slab); /* it was full: it has room again */
+  return true;
 }
 
-void bin_free_locked(arena_t *a, bin_t *bin, extent_t *slab, void *p) { free_region(a, bin, slab, p); }
+void bin_free_locked(arena_t *a, bin_t *bin, extent_t *slab, void *p) {
+  free_region(a, bin, slab->bin, slab, p);
+  bin->ndalloc++;
+  bin->curregs--;
+}
 
 unsigned bin_flush(arena_t *a, unsigned c, void **items, unsigned n) {
   bin_t *bin = &a->bins[c];
   unsigned kept = 0;
   lock_acquire(&bin->lock);
+  extent_t *slab = NULL;
+  uintptr_t slab_start = 0, slab_bytes = 0; /* neighbours in a cache often share a slab */
   for (unsigned i = 0; i < n; i++) {
-    extent_t *slab = pm_extent(pagemap_get((uintptr_t)items[i]));
-    if (slab->arena == a) free_region(a, bin, slab, items[i]);
-    else items[kept++] = items[i]; /* another arena's */
+    uintptr_t p = (uintptr_t)items[i];
+    if (p - slab_start >= slab_bytes) {
+      slab = pm_extent(pagemap_get(p));
+      slab_start = slab->addr;
+      slab_bytes = slab->npages * PAGE;
+    }
+    if (slab->arena != a) items[kept++] = items[i]; /* another arena's */
+    else if (!free_region(a, bin, c, slab, items[i])) slab_bytes = 0; /* look the next one up */
   }
+  bin->ndalloc += n - kept;
+  bin->curregs -= n - kept;
   bin->nflushes++;
   lock_release(&bin->lock);
   return kept;
