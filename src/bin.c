@@ -105,11 +105,12 @@ static void slab_empty(arena_t *a, bin_t *bin, extent_t *slab) {
   lock_release(&a->extent_lock);
 }
 
-/* Marks region p of slab free (the bin's counters are the caller's). c is the slab's
- * class, passed in so that a loop over one class keeps its magic in a register. Returns
- * false when the slab emptied and left the bin: its record may then be gone. */
-static inline bool free_region(arena_t *a, bin_t *bin, unsigned c, extent_t *slab, void *p) {
-  uint32_t idx = class_region_index(c, (uint32_t)((uintptr_t)p - slab->addr));
+/* Marks region p of slab free (the bin's counters are the caller's). magic is the slab
+ * class's (class_info_t.magic), passed in so that a loop over one class keeps it in a
+ * register. Returns false when the slab emptied and left the bin: its record may then
+ * be gone. */
+static inline bool free_region(arena_t *a, bin_t *bin, uint64_t magic, extent_t *slab, void *p) {
+  uint32_t idx = magic_quotient(magic, (uint32_t)((uintptr_t)p - slab->addr));
   if (unlikely(bitmap_get(slab->bitmap, idx))) fatal_pointer("free()", "double free", p);
   bitmap_set(slab->bitmap, idx);
   if (idx / 64 < slab->first_word) slab->first_word = idx / 64;
@@ -125,7 +126,7 @@ static inline bool free_region(arena_t *a, bin_t *bin, unsigned c, extent_t *sla
 }
 
 void bin_free_locked(arena_t *a, bin_t *bin, extent_t *slab, void *p) {
-  free_region(a, bin, slab->bin, slab, p);
+  free_region(a, bin, class_infos[slab->bin].magic, slab, p);
   bin->ndalloc++;
   bin->curregs--;
 }
@@ -134,6 +135,7 @@ unsigned bin_flush(arena_t *a, unsigned c, void **items, unsigned n) {
   bin_t *bin = &a->bins[c];
   unsigned kept = 0;
   lock_acquire(&bin->lock);
+  uint64_t magic = class_infos[c].magic;
   extent_t *slab = NULL;
   uintptr_t slab_start = 0, slab_bytes = 0; /* neighbours in a cache often share a slab */
   for (unsigned i = 0; i < n; i++) {
@@ -144,7 +146,7 @@ unsigned bin_flush(arena_t *a, unsigned c, void **items, unsigned n) {
       slab_bytes = slab->npages * PAGE;
     }
     if (slab->arena != a) items[kept++] = items[i]; /* another arena's */
-    else if (!free_region(a, bin, c, slab, items[i])) slab_bytes = 0; /* look the next one up */
+    else if (!free_region(a, bin, magic, slab, items[i])) slab_bytes = 0; /* look the next one up */
   }
   bin->ndalloc += n - kept;
   bin->curregs -= n - kept;

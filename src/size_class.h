@@ -22,9 +22,9 @@ typedef struct class_info {
   uint64_t magic;
 } class_info_t;
 
-extern class_info_t class_infos[NCACHED_MAX];
+extern INTERNAL class_info_t class_infos[NCACHED_MAX];
 /* class_of_lookup[(size + 15) >> 4]: the class of any size up to LOOKUP_MAX. */
-extern uint8_t class_of_lookup[(LOOKUP_MAX >> 4) + 1];
+extern INTERNAL uint8_t class_of_lookup[(LOOKUP_MAX >> 4) + 1];
 
 /* Derives the table; applies opt_slab_sizes (options.h) to the small classes' slabs. */
 void size_class_init(void);
@@ -49,10 +49,10 @@ static inline bool class_offset_is_region_start(unsigned c, uint32_t offset) {
   return magic_divides(class_infos[c].magic, offset);
 }
 
-/* offset / size of class c for any offset below 2^32, by the same magic (Lemire's
- * fastdiv: the high half of magic * offset), without a division instruction. */
-static inline uint32_t class_region_index(unsigned c, uint32_t offset) {
-  return (uint32_t)(((unsigned __int128)class_infos[c].magic * offset) >> 64);
+/* offset / size for any offset below 2^32, given the class's magic (Lemire's fastdiv:
+ * the high half of magic * offset), without a division instruction. */
+static inline uint32_t magic_quotient(uint64_t magic, uint32_t offset) {
+  return (uint32_t)(((unsigned __int128)magic * offset) >> 64);
 }
 
 #endif

@@ -239,16 +239,18 @@ void *tcache_alloc_refill(tcache_t *tc, unsigned c) {
     }
     return p;
   }
-  /* Take a batch lowest address first and stack it so the lowest is popped first:
-   * batch[0] is returned, batch[1] becomes the top of the stack. */
-  void *batch[256];
-  unsigned fill = b->capacity > 1 ? b->capacity / 2u : b->capacity; /* half a bin per fill */
-  unsigned want = fill < 256 ? fill : 256;
+  /* The batch lands straight in the stack's slots, lowest address first, ending at the
+   * empty position: its first block is returned, the second becomes the top. */
+  unsigned want = b->capacity > 1 ? b->capacity / 2u : b->capacity; /* half a bin per fill */
+  void **empty = b->slots + b->capacity;
+  void **batch = empty - want;
   unsigned got = bin_fill(refill_arena(tc, c), c, batch, want);
   if (got == 0) return NULL;
-  void **empty = b->slots + b->capacity;
-  b->head = empty - (got - 1);
-  for (unsigned i = 1; i < got; i++) b->head[i - 1] = batch[i];
+  if (got < want) { /* the OS refused memory partway */
+    memmove(empty - got, batch, got * sizeof(void *));
+    batch = empty - got;
+  }
+  b->head = batch + 1;
   b->nfilled += got;
   b->nmalloc++;
   return batch[0];

@@ -48,10 +48,10 @@ int main(void) {
   for (unsigned c = 0; c < NSMALL; c++) {
     uint32_t size = class_infos[c].size;
     for (uint32_t off = 0; off <= class_infos[c].slab_pages * PAGE; off++)
-      CHECK(class_region_index(c, off) == off / size, "class %u offset %u", c, off);
+      CHECK(magic_quotient(class_infos[c].magic, off) == off / size, "class %u offset %u", c, off);
     for (int i = 0; i < 10000; i++) {
       uint32_t off = (uint32_t)unit_rand();
-      CHECK(class_region_index(c, off) == off / size, "class %u offset %u", c, off);
+      CHECK(magic_quotient(class_infos[c].magic, off) == off / size, "class %u offset %u", c, off);
     }
   }
   UNIT_DONE("size_class");
