@@ -270,9 +270,10 @@ void extent_free(arena_t *a, extent_t *e) {
 }
 
 void extent_free_stashed_slab(arena_t *a, extent_t *e) {
+  size_t npages = e->npages; /* insert_free may merge e into a neighbour and delete it */
   clear_active(e);
   insert_free(a, e, EXTENT_DIRTY);
-  a->dirty_decay.added -= e->npages; /* counted for decay when the slab was stashed */
+  a->dirty_decay.added -= npages; /* counted for decay when the slab was stashed */
 }
 
 bool extent_grow_in_place(arena_t *a, extent_t *e, size_t npages, unsigned code) {

@@ -6,8 +6,9 @@
  *   curve       dirty_decay_ms:1000: after 1.5 s of idleness plus one allocation, released
  *   background  background_thread:true: released while the program sleeps, no activity
  *   fork        background_thread:true survives fork: the child allocates and exits 0
- * trim and immediate then do the same with 48 MiB of 1 KiB blocks, all freed: their empty
- * slabs wait in the arena's slab stash, which must count as dirty and go back the same way.
+ * trim, immediate and curve then do the same with 48 MiB of 1 KiB blocks, all freed: their
+ * empty slabs wait in the arena's slab stash, which must count as dirty and go back the
+ * same way.
  * The driver sets TESSERA_CONF for each; RSS comes from /proc/self/statm.
  */
 #include <stdint.h>
@@ -80,7 +81,9 @@ static size_t small_build_and_free(void) {
     memset(small_blocks[i], 0x5c, 1024);
   }
   size_t peak = rss_bytes();
-  for (int i = 0; i < NSMALLBLOCKS; i++) free(small_blocks[i]);
+  /* Newest first: slabs reach the stash from the highest address down, so draining it
+   * oldest first merges each slab with the free run above it. */
+  for (int i = NSMALLBLOCKS - 1; i >= 0; i--) free(small_blocks[i]);
   return peak;
 }
 
@@ -145,11 +148,15 @@ int main(int argc, char **argv) {
     TT_CHECKF(0, "unknown mode %s", mode);
   }
   check_survivors();
-  if (strcmp(mode, "trim") == 0 || strcmp(mode, "immediate") == 0) {
+  if (strcmp(mode, "trim") == 0 || strcmp(mode, "immediate") == 0 || strcmp(mode, "curve") == 0) {
     size_t base_small = rss_bytes();
     size_t peak_small = small_build_and_free();
     TT_CHECKF(peak_small >= base_small + 44 * MIB, "small blocks resident: %zu -> %zu", base_small, peak_small);
     size_t small_target = base_small + 8 * MIB;
+    if (mode[0] == 'c') { /* the stash drains into the dirty set and follows the curve */
+      sleep_ms(1500);
+      for (int i = 0; i < 20; i++) activity();
+    }
     if (mode[0] == 't') {
       TT_CHECKF(rss_bytes() > small_target, "empty slabs kept for reuse (%zu MiB)", rss_bytes() / MIB);
       TT_CHECKF(stats_dirty() >= 40 * MIB, "stashed slabs count as dirty: %zu MiB", stats_dirty() / MIB);
