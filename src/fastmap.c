@@ -1,5 +1,6 @@
 #include "fastmap.h"
 
+#include "options.h"
 #include "os.h"
 
 #define FASTMAP_BYTES (((size_t)1 << FASTMAP_LG_PAGES) * sizeof(fastmap_entry_t))
@@ -30,7 +31,7 @@ static void note_touched(const fastmap_entry_t *e) {
 
 void fastmap_boot(void) {
   /* Only where the reservation cannot crowd out the program's own mappings. */
-  if (os_address_space_limit() < 8 * FASTMAP_BYTES) return;
+  if (!opt_free_map || os_address_space_limit() < 8 * FASTMAP_BYTES) return;
   fastmap_entry_t *entries = os_map(FASTMAP_BYTES);
   if (entries == NULL) return;
   os_set_huge_pages(entries, FASTMAP_BYTES, 2); /* a touched entry must cost 4 KiB, not 2 MiB */

@@ -17,9 +17,12 @@
  * reads inside the array. Two pages 16 TiB apart would share an entry: the first block
  * fixes the 16 TiB "home" window tessera's heap lives in (Linux places mmap memory
  * within a terabyte or so of one spot), and a block outside it turns the map off for
- * good (mask 0: every lookup reads entry 0, which stays 0). With the map off, or when
- * the reservation is refused (RLIMIT_AS, strict overcommit), every free takes the slow
- * path, which finds the block through the page map and still uses the thread cache.
+ * good (mask 0: every lookup reads entry 0, which stays 0). With the map off, when the
+ * reservation is refused (strict overcommit), not tried (an RLIMIT_AS limit at start-up)
+ * or not wanted (free_map:false), every free takes the slow path, which finds the block
+ * through the page map and still uses the thread cache. The reservation counts against
+ * RLIMIT_AS: a program that lowers the limit while running should run with
+ * free_map:false.
  */
 #ifndef TESSERA_FASTMAP_H
 #define TESSERA_FASTMAP_H

@@ -16,6 +16,7 @@ extern const char *tessera_conf __attribute__((weak));
 
 bool opt_abort_conf = false;
 bool opt_tcache = true;
+bool opt_free_map = true;
 size_t opt_tcache_max = TCACHE_MAX_LIMIT;
 unsigned opt_tcache_nslots_small_min = 20;
 unsigned opt_tcache_nslots_small_max = 200;
@@ -51,6 +52,10 @@ const option_def_t option_table[] = {
     NUM_OPTION("narenas", OPTION_UNSIGNED, opt_narenas, 0, MAX_ARENAS,
                "Number of arenas; 0 means one per CPU the process may run on."),
     BOOL_OPTION("tcache", opt_tcache, "Per-thread caches of free blocks."),
+    BOOL_OPTION("free_map", opt_free_map,
+                "Reserve 32 GiB of address space (no memory) for free's one-load page lookup. "
+                "Off, every free finds its block through the page map (slower); off by itself "
+                "under an RLIMIT_AS limit."),
     NUM_OPTION("tcache_max", OPTION_SIZE, opt_tcache_max, 0, TCACHE_MAX_LIMIT,
                "Largest block size kept in thread caches, in bytes."),
     NUM_OPTION("tcache_nslots_small_min", OPTION_UNSIGNED, opt_tcache_nslots_small_min, 1, 4096,

@@ -16,6 +16,7 @@
 
 extern bool opt_abort_conf;
 extern bool opt_tcache;
+extern bool opt_free_map;
 extern size_t opt_tcache_max;
 extern unsigned opt_tcache_nslots_small_min;
 extern unsigned opt_tcache_nslots_small_max;

@@ -145,6 +145,17 @@ static int child_junk(void) {
   return 0;
 }
 
+/* free_map:false: no reservation, and every free on the slow path still recycles blocks
+ * through the thread cache and catches a double free on top of it. */
+static int child_free_map(void) {
+  TT_CHECK(!opt_bool("opt.free_map") && !opt_bool("arenas.free_map"));
+  void *first = malloc(48);
+  free(first);
+  TT_CHECK(malloc(48) == first); /* handed back from the cache, newest first */
+  free(first);
+  return 0;
+}
+
 static int child_zero(void) {
   TT_CHECK(opt_bool("opt.zero"));
   for (int i = 0; i < 100; i++) {
@@ -172,7 +183,7 @@ static const check_t checks[] = {
     {"defaults", child_defaults}, {"narenas", child_narenas},   {"tcache_off", child_tcache_off},
     {"tcache_max", child_tcache_max}, {"nslots", child_nslots}, {"slab_sizes", child_slab_sizes},
     {"decay", child_decay},       {"misc", child_misc},         {"junk", child_junk},
-    {"zero", child_zero},         {"work", child_work},
+    {"zero", child_zero},         {"work", child_work},         {"free_map", child_free_map},
 };
 
 static int run_check(const char *name) {
@@ -260,6 +271,7 @@ static void run_all(void) {
   expect("misc", "background_thread:true,thp:never", "");
   expect("junk", "junk:true", "");
   expect("zero", "zero:true", "");
+  expect("free_map", "free_map:false", "");
   expect_stats_json();
   /* Bad entries: one line each, defaults kept, the good entries around them applied. */
   expect("defaults", "narenas:1000", BAD("narenas:1000", "an integer in [0, 256]"));
