@@ -426,6 +426,15 @@ EXPORT void *realloc(void *p, size_t size) {
     free(p);
     return NULL;
   }
+  /* A block of a cached class that already fits (a string growing a byte at a time):
+   * answered from the free map, like free's fast path, without the page-map walk. */
+  const fastmap_entry_t *fe = fastmap_lookup((uintptr_t)p);
+  if (fe->bin != 0 && size <= LOOKUP_MAX) {
+    unsigned code = fe->bin / (unsigned)sizeof(cache_bin_t);
+    if (class_of_lookup[(size + 15) >> 4] == code - 1 &&
+        magic_divides(class_infos[code - 1].magic, fastmap_block_offset(fe, (uintptr_t)p)))
+      return p;
+  }
   unsigned c;
   extent_t *e = lookup_block(p, "realloc()", &c);
   if (unlikely(size > (size_t)PTRDIFF_MAX)) {
