@@ -110,7 +110,7 @@ static void *counted_zeroed(void *p, size_t usable) {
 static void *alloc_cached_class(tcache_t *tc, unsigned c) {
   if (tc != NULL && tcache_bin(tc, c)->capacity > 0) {
     cache_bin_t *b = tcache_bin(tc, c);
-    if (b->head != b->slots + b->capacity) { /* the fast path missed it: not empty */
+    if (b->head != b->slots + b->capacity) { /* refills need an empty bin: pop first */
       b->nmalloc++;
       return *b->head++;
     }
