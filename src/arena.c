@@ -6,6 +6,7 @@
 #include "base.h"
 #include "bin.h"
 #include "extent.h"
+#include "fastmap.h"
 #include "internal.h"
 #include "background.h"
 #include "control.h"
@@ -175,6 +176,9 @@ void *arena_malloc_large(arena_t *a, size_t size, size_t align, bool zero) {
  * gone, the stash goes first, oldest slab first, into the dirty set.
  */
 void arena_stash_slab(arena_t *a, extent_t *slab) {
+  /* Off the free map while stashed: a free of one of its blocks (a double free, all of
+   * them being free) then takes the slow path, which sees the empty slab and aborts. */
+  fastmap_clear_block(slab->addr, slab->npages, true);
   heap_insert(&a->stash[slab->bin], slab);
   slab->lru_next = NULL;
   slab->lru_prev = a->stash_newest;
@@ -201,6 +205,7 @@ extent_t *arena_unstash_slab(arena_t *a, unsigned c) {
   stash_unlink(a, slab);
   a->active_pages += slab->npages;
   slab->first_word = 0;
+  fastmap_set_block(slab->addr, slab->npages, true, c + 1);
   return slab;
 }
 

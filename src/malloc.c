@@ -181,6 +181,9 @@ NOINLINE static void free_slow(void *p) {
   if (p == NULL) return;
   unsigned c;
   extent_t *e = lookup_block(p, "free()", &c);
+  /* Every region of the slab free, p's too: freed before (the slab may sit in its arena's
+   * stash, off the free map, which is how such a free gets here). */
+  if (c < NSMALL && e->nfree == e->nregs) fatal_pointer("free()", "double free", p);
   tcache_t *tc = tls_tcache;
   if (tc == &tcache_empty && tls_thread_state == THREAD_NEW) {
     /* A thread that frees before it allocates (a consumer) still gets a cache, so its

@@ -9,6 +9,7 @@
  */
 #include "tt.h"
 
+#include <dlfcn.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <sys/mman.h>
@@ -76,6 +77,26 @@ static void *freed_medium(void) {
   return copy;
 }
 
+/* A block whose whole slab was freed and went back to its arena (the slab stash keeps it
+ * whole, off the free map): 256 blocks of 1000 B fill 16 slabs; all are freed and the
+ * thread cache flushed; a middle slab is then empty and stashed (the lowest is the bin's
+ * spare, the last one its current slab). */
+static void *freed_in_empty_slab(void) {
+  enum { N = 256 };
+  void *blocks[N];
+  for (int i = 0; i < N; i++) {
+    blocks[i] = malloc(1000);
+    TT_CHECK(blocks[i] != NULL);
+    memset(blocks[i], 1, 1000);
+  }
+  void *copy = launder(blocks[N / 2]);
+  for (int i = 0; i < N; i++) free(blocks[i]);
+  int (*ctl)(const char *, void *, size_t *, void *, size_t) =
+      (int (*)(const char *, void *, size_t *, void *, size_t))dlsym(RTLD_DEFAULT, "tessera_ctl");
+  TT_CHECK(ctl != NULL && ctl("thread.tcache.flush", NULL, NULL, NULL, 0) == 0);
+  return copy;
+}
+
 static void misuse_free(void *p) { free(p); }
 static void misuse_realloc(void *p) {
   void *q = realloc(p, 100);
@@ -100,6 +121,7 @@ static const misuse_case cases[] = {
     {"double_free_small", DOUBLE_FREE, freed_small, misuse_free},
     {"double_free_medium", DOUBLE_FREE, freed_medium, misuse_free},
     {"double_free_large", DOUBLE_FREE, freed_large, misuse_free},
+    {"double_free_empty_slab", DOUBLE_FREE, freed_in_empty_slab, misuse_free},
     {"realloc_stack", REALLOC_INVALID, stack_pointer, misuse_realloc},
     {"realloc_middle_small", REALLOC_INVALID, middle_of_small, misuse_realloc},
     {"realloc_mmap", REALLOC_INVALID, mmap_region, misuse_realloc},
