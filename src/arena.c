@@ -168,12 +168,12 @@ void *arena_malloc_large(arena_t *a, size_t size, size_t align, bool zero) {
 
 /*
  * The slab stash: a bin that has an empty slab beyond its spare hands it here instead of
- * back to the extent sets. The slab stays whole (page-map and free-map entries, class,
- * bitmap with every region free), so the next slab of its class costs a heap pop rather
- * than an extent split and a rewrite of every page's entries; a program that fills and
- * empties many slabs in turn (a batch that overflows its thread cache) no longer churns
- * them. Stashed pages count as dirty for decay and stats: when decay wants free pages
- * gone, the stash goes first, oldest slab first, into the dirty set.
+ * back to the extent sets. The slab stays whole (page-map entries, class, bitmap with
+ * every region free), so the next slab of its class costs a heap pop and its free-map
+ * entries rather than an extent split and a rewrite of every page's entries: a program
+ * that fills and empties many slabs in turn (a batch that overflows its thread cache) no
+ * longer churns them. Stashed pages count as dirty for decay and stats: when decay wants
+ * free pages gone, the stash goes first, oldest slab first, into the dirty set.
  */
 void arena_stash_slab(arena_t *a, extent_t *slab) {
   /* Off the free map while stashed: a free of one of its blocks (a double free, all of
