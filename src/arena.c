@@ -180,11 +180,7 @@ void arena_stash_slab(arena_t *a, extent_t *slab) {
    * them being free) then takes the slow path, which sees the empty slab and aborts. */
   fastmap_clear_block(slab->addr, slab->npages, true);
   heap_insert(&a->stash[slab->bin], slab);
-  slab->lru_next = NULL;
-  slab->lru_prev = a->stash_newest;
-  if (a->stash_newest != NULL) a->stash_newest->lru_next = slab;
-  else a->stash_oldest = slab;
-  a->stash_newest = slab;
+  extent_list_append(&a->stash_lru, slab);
   a->stash_pages += slab->npages;
   a->active_pages -= slab->npages;
   a->dirty_decay.added += slab->npages;
@@ -192,10 +188,7 @@ void arena_stash_slab(arena_t *a, extent_t *slab) {
 
 static void stash_unlink(arena_t *a, extent_t *slab) {
   heap_remove(&a->stash[slab->bin], slab);
-  if (slab->lru_prev != NULL) slab->lru_prev->lru_next = slab->lru_next;
-  else a->stash_oldest = slab->lru_next;
-  if (slab->lru_next != NULL) slab->lru_next->lru_prev = slab->lru_prev;
-  else a->stash_newest = slab->lru_prev;
+  extent_list_remove(&a->stash_lru, slab);
   a->stash_pages -= slab->npages;
 }
 
@@ -211,8 +204,8 @@ extent_t *arena_unstash_slab(arena_t *a, unsigned c) {
 
 /* Turns every stashed slab into dirty pages, oldest first. */
 static void stash_drain(arena_t *a) {
-  while (a->stash_oldest != NULL) {
-    extent_t *slab = a->stash_oldest;
+  while (a->stash_lru.head != NULL) {
+    extent_t *slab = a->stash_lru.head;
     stash_unlink(a, slab);
     extent_free_stashed_slab(a, slab);
   }

@@ -76,11 +76,7 @@ static void set_insert(extent_set_t *s, extent_t *e) {
   heap_insert(&s->buckets[b], e);
   s->nonempty[b / 64] |= (uint64_t)1 << (b % 64);
   s->npages += e->npages;
-  e->lru_next = NULL; /* newest last */
-  e->lru_prev = s->lru_tail;
-  if (s->lru_tail) s->lru_tail->lru_next = e;
-  else s->lru_head = e;
-  s->lru_tail = e;
+  extent_list_append(&s->lru, e); /* newest last */
 }
 
 static void set_remove(extent_set_t *s, extent_t *e) {
@@ -88,11 +84,7 @@ static void set_remove(extent_set_t *s, extent_t *e) {
   heap_remove(&s->buckets[b], e);
   if (heap_empty(&s->buckets[b])) s->nonempty[b / 64] &= ~((uint64_t)1 << (b % 64));
   s->npages -= e->npages;
-  if (e->lru_prev) e->lru_prev->lru_next = e->lru_next;
-  else s->lru_head = e->lru_next;
-  if (e->lru_next) e->lru_next->lru_prev = e->lru_prev;
-  else s->lru_tail = e->lru_prev;
-  e->lru_prev = e->lru_next = NULL;
+  extent_list_remove(&s->lru, e);
 }
 
 /* The lowest-address extent of the smallest bucket whose extents all hold npages. */
@@ -320,7 +312,7 @@ size_t extent_move_oldest(arena_t *a, unsigned from, unsigned to, size_t keep_pa
   if (set->npages <= keep_pages) return 0;
   a->npurge++;
   while (set->npages > keep_pages) {
-    extent_t *e = set->lru_head;
+    extent_t *e = set->lru.head;
     set_remove(set, e);
     clear_bounds(e);
     if (to == EXTENT_MUZZY) {

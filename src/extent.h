@@ -12,6 +12,22 @@
 
 #include "types.h"
 
+/* Appends e (the newest) to a list; removes e from it. */
+static inline void extent_list_append(extent_list_t *l, extent_t *e) {
+  e->lru_next = NULL;
+  e->lru_prev = l->tail;
+  if (l->tail) l->tail->lru_next = e;
+  else l->head = e;
+  l->tail = e;
+}
+static inline void extent_list_remove(extent_list_t *l, extent_t *e) {
+  if (e->lru_prev) e->lru_prev->lru_next = e->lru_next;
+  else l->head = e->lru_next;
+  if (e->lru_next) e->lru_next->lru_prev = e->lru_prev;
+  else l->tail = e->lru_prev;
+  e->lru_prev = e->lru_next = NULL;
+}
+
 /*
  * Takes npages pages aligned to align_pages pages (a power of two) and makes them an
  * active extent in state `state` (EXTENT_SLAB or EXTENT_LARGE), with page-map entries

@@ -109,12 +109,17 @@ typedef struct extent_heap {
   extent_t *root; /* min by address */
 } extent_heap_t;
 
+/* A list of extents through their lru links, oldest first (extent.h). */
+typedef struct extent_list {
+  extent_t *head, *tail;
+} extent_list_t;
+
 #define NPAGE_BUCKETS 160 /* page-count size buckets: four per doubling */
 typedef struct extent_set {
   extent_heap_t buckets[NPAGE_BUCKETS];
   uint64_t nonempty[(NPAGE_BUCKETS + 63) / 64];
   size_t npages; /* total pages in the set */
-  extent_t *lru_head, *lru_tail; /* every extent of the set, oldest first */
+  extent_list_t lru; /* every extent of the set, oldest first */
 } extent_set_t;
 
 /* Decay of one stage (dirty -> muzzy/retained, or muzzy -> retained): see decay.c. */
@@ -173,7 +178,7 @@ typedef struct arena {
   /* The slab stash (arena.c): empty slabs kept whole, per class lowest address first and
    * on one list oldest first (lru links). Their pages count as dirty, not active. */
   extent_heap_t stash[NSMALL];
-  extent_t *stash_oldest, *stash_newest;
+  extent_list_t stash_lru;
   size_t stash_pages;
   /* per large size class (large_class_index), under extent_lock */
   uint64_t lextent_nmalloc[NLARGE_CLASSES];

@@ -84,9 +84,9 @@ static void check_invariants(void) {
   unsigned states[3] = {EXTENT_DIRTY, EXTENT_MUZZY, EXTENT_RETAINED};
   for (int s = 0; s < 3; s++) {
     size_t listed = 0;
-    for (const extent_t *e = sets[s]->lru_head; e != NULL; e = e->lru_next) {
+    for (const extent_t *e = sets[s]->lru.head; e != NULL; e = e->lru_next) {
       CHECK(e->state == states[s], "LRU list holds extents of its state");
-      CHECK(e->lru_next != NULL || e == sets[s]->lru_tail, "LRU tail");
+      CHECK(e->lru_next != NULL || e == sets[s]->lru.tail, "LRU tail");
       listed += e->npages;
     }
     CHECK(listed == sets[s]->npages, "LRU list covers the set: %zu vs %zu", listed, sets[s]->npages);
