@@ -1,8 +1,9 @@
 /*
- * Arenas: independent allocator states (bins + free extents). There are at most
- * opt_narenas of them (default: one per CPU the process may use, seed 000); they are
- * created on first use. Threads are bound to arenas round-robin until every arena has
- * a thread, then by the CPU they run on.
+ * Arenas: independent allocator states (bins + free extents, behind their own locks).
+ * There are at most opt_narenas automatic ones (default: one per CPU the process may
+ * use), created on first use; arenas.create makes more, used only by threads bound to
+ * them and explicit-arena allocations. Threads are bound to arenas round-robin until
+ * every arena has a thread, then by the CPU they run on.
  */
 #ifndef TESSERA_ARENA_H
 #define TESSERA_ARENA_H
@@ -12,6 +13,8 @@
 extern arena_t *arenas[MAX_ARENAS];
 extern _Atomic unsigned narenas_created;
 extern unsigned narenas_limit;
+/* Decay times new arenas start with: the options, changed by arenas.*_decay_ms. */
+extern _Atomic ssize_t arena_default_dirty_decay_ms, arena_default_muzzy_decay_ms;
 
 /* One past the highest arena index in use: automatic arenas plus created ones. Loops
  * over every arena go up to this (entries may still be NULL). */
@@ -23,12 +26,13 @@ bool arenas_init(unsigned narenas);
 void arena_init(arena_t *a, unsigned index);
 /* Arena i, created if needed; NULL if i is out of range or memory is short. */
 arena_t *arena_get(unsigned i);
+/* Arena i for the control interface: an automatic one (created if needed) or one made
+ * by arenas.create; NULL if there is none. */
+arena_t *arena_lookup(unsigned i);
 /* The arena a new thread should use. */
 arena_t *arena_choose_for_new_thread(void);
 /* The automatic arena of the CPU the caller runs on. */
 arena_t *arena_for_cpu(void);
-/* arena_select:least_loaded (else: cpu, seed 000's rule). */
-extern bool arena_select_least_loaded;
 
 /* Usable size of a large request (rounded to its class up to the cache limit, else to
  * whole pages); 0 if the request is impossible. */
@@ -45,24 +49,9 @@ void arena_free_large(arena_t *a, extent_t *e);
 bool arena_resize_large_in_place(arena_t *a, extent_t *e, size_t new_usable);
 /* Frees one small region without a thread cache (locks its bin). */
 void arena_free_small(extent_t *slab, void *p);
-/* Gives unused pages back to the OS: all = every dirty and muzzy page now, else what
- * the decay curves say is due now. Returns pages moved. Takes the extent lock. */
-size_t arena_purge(arena_t *a, bool all);
-/* Decay with the extent lock held: moves the pages due by now, stopping at deadline
- * (0: no limit). Returns pages moved. */
-size_t arena_decay_locked(arena_t *a, uint64_t now, uint64_t deadline);
-/* Decay within the time budget of one allocator call; extent lock held. */
-void arena_decay_tick(arena_t *a);
-/* Transparent huge pages for new mappings: 0 system default, 1 always, 2 never. */
-extern int arena_thp_mode;
 
 void arenas_fork_prepare(void);
 void arenas_fork_parent(void);
 void arenas_fork_child(void);
-
-/* The slab stash (arena.c), under the extent lock: keeps an empty slab whole for its
- * class, and takes back the lowest stashed slab of class c (NULL if none). */
-void arena_stash_slab(arena_t *a, extent_t *slab);
-extent_t *arena_unstash_slab(arena_t *a, unsigned c);
 
 #endif

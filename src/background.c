@@ -1,13 +1,10 @@
 #include "background.h"
 
-#include <pthread.h>
-#include <signal.h>
-#include <time.h>
-
 #include "arena.h"
 #include "lock.h"
 #include "options.h"
 #include "os.h"
+#include "purge.h"
 
 _Atomic int background_state;
 
@@ -25,7 +22,7 @@ static void decay_all_arenas(void) {
     for (;;) { /* slices, releasing the lock in between so allocations get through */
       lock_acquire(&a->extent_lock);
       uint64_t now = os_now_ns();
-      size_t moved = arena_decay_locked(a, now, now + BACKGROUND_SLICE_NS);
+      size_t moved = purge_decay_locked(a, now, now + BACKGROUND_SLICE_NS);
       bool more = os_now_ns() >= now + BACKGROUND_SLICE_NS && moved > 0;
       lock_release(&a->extent_lock);
       if (!more) break;
@@ -33,53 +30,37 @@ static void decay_all_arenas(void) {
   }
 }
 
-static void *background_main(void *arg) {
-  (void)arg;
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are for the program's threads */
+static void background_main(void) {
   for (;;) {
-    struct timespec ts = {0, (long)BACKGROUND_INTERVAL_NS};
-    nanosleep(&ts, NULL);
+    os_sleep_ns(BACKGROUND_INTERVAL_NS);
     decay_all_arenas();
   }
-  return NULL;
 }
 
-_Atomic bool background_requested;
-
-static void start_thread(void);
-
-void background_maybe_start(void) {
-  if (opt_background_thread) start_thread();
-}
-
-void background_start_requested(void) {
-  atomic_store(&background_requested, false);
-  start_thread();
-}
-
-static void start_thread(void) {
+bool background_start(void) {
   int expected = BG_NONE;
-  if (!atomic_compare_exchange_strong(&background_state, &expected, BG_STARTING)) return;
-  pthread_attr_t attr;
-  pthread_t thread;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_attr_setstacksize(&attr, 64 * 1024);
-  int err = pthread_create(&thread, &attr, background_main, NULL);
-  pthread_attr_destroy(&attr);
-  if (err != 0) {
+  if (!atomic_compare_exchange_strong(&background_state, &expected, BG_STARTING))
+    return expected != BG_FAILED;
+  if (!os_start_service_thread(background_main, "tessera-bg")) {
     os_write_stderr("tessera: background_thread: could not start the thread; memory is returned on allocation activity only\n");
     atomic_store(&background_state, BG_FAILED);
-    return;
+    return false;
   }
-  pthread_setname_np(thread, "tessera-bg");
+  atomic_store(&purge_background_active, true);
   atomic_store(&background_state, BG_RUNNING);
+  return true;
+}
+
+void background_start_if_wanted(void) {
+  if (atomic_load_explicit(&background_state, memory_order_relaxed) != BG_NONE) return;
+  if (!opt_background_thread && !atomic_load_explicit(&purge_wants_background, memory_order_relaxed)) return;
+  atomic_store_explicit(&purge_wants_background, false, memory_order_relaxed);
+  background_start();
 }
 
 void background_fork_child(void) {
-  atomic_store(&background_requested, false);
+  atomic_store(&purge_wants_background, false);
+  atomic_store(&purge_background_active, false);
   int s = atomic_load(&background_state);
   if (s == BG_RUNNING || s == BG_STARTING) atomic_store(&background_state, BG_NONE);
 }

@@ -1,24 +1,24 @@
 /*
- * The optional background thread (background_thread:true): wakes up periodically and
- * runs every arena's decay, so a program that has gone idle still returns memory.
- * Started lazily from an allocation slow path once the library's constructor has run;
- * never keeps the process from exiting (exit ends it); after fork the child starts its
- * own on its next allocation slow path.
+ * The optional background thread (background_thread:true, or started by itself once an
+ * arena holds background_thread_auto unused bytes): wakes up periodically and runs every
+ * arena's decay, so a program that has gone idle still returns memory. Started from an
+ * allocation slow path once the library's constructor has run (threads cannot be
+ * started earlier); never keeps the process from exiting (exit ends it); after fork the
+ * child starts its own on its next allocation slow path.
  */
 #ifndef TESSERA_BACKGROUND_H
 #define TESSERA_BACKGROUND_H
 
 #include "types.h"
 
-extern _Atomic int background_state; /* BG_NONE, BG_STARTING, BG_RUNNING, BG_FAILED */
 enum { BG_NONE, BG_STARTING, BG_RUNNING, BG_FAILED };
+extern _Atomic int background_state;
 
-/* Starts the thread if the option asks for it and it is not running. */
-void background_maybe_start(void);
-/* Set (under an extent lock) when an arena's unused pages pass background_thread_auto;
- * the next allocator call outside the locks starts the thread. */
-extern _Atomic bool background_requested;
-void background_start_requested(void);
+/* Starts the thread if it is wanted (the option, or purge_wants_background) and not
+ * running. Call with no allocator lock held: starting a thread allocates. */
+void background_start_if_wanted(void);
+/* Starts the thread unless it runs (mallctl background_thread); false if it could not. */
+bool background_start(void);
 void background_fork_child(void);
 
 #endif

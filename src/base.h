@@ -1,8 +1,10 @@
 /*
  * base: the allocator for tessera's own metadata (extent records with their bitmaps,
- * thread caches, arenas). It never places metadata inside user memory. Memory comes
- * from the OS in chunks, is carved by bumping a pointer, and freed blocks are kept on
- * free lists by size (64-byte granules) for reuse. Everything is counted as metadata.
+ * arenas, statistics records). It never places metadata inside user memory. Memory
+ * comes from the OS in 1 MiB chunks and is carved by bumping a pointer; nothing is ever
+ * freed here (extent records are recycled by their arena, which keeps spare records),
+ * and everything is counted as metadata. A request bigger than a chunk's useful part
+ * gets a mapping of its own.
  */
 #ifndef TESSERA_BASE_H
 #define TESSERA_BASE_H
@@ -11,7 +13,6 @@
 
 /* Zeroed memory of at least size bytes, aligned to 64; NULL if the OS refuses. */
 void *base_alloc(size_t size);
-void base_free(void *p, size_t size);
 size_t base_mapped_bytes(void);
 
 void base_fork_prepare(void);

@@ -1,13 +1,24 @@
 #include "bin.h"
 
-#include "arena.h"
 #include "bitmap.h"
+#include "config.h"
 #include "extent.h"
 #include "fatal.h"
 #include "lock.h"
 #include "pagemap.h"
 #include "pairing_heap.h"
+#include "purge.h"
 #include "size_class.h"
+#include "stash.h"
+
+/* Debug build: a slab's free count matches its bitmap, and its hint is right. */
+static void check_slab(const extent_t *slab) {
+  if (!config_debug) return;
+  tessera_assert(slab->state == EXTENT_SLAB && slab->nregs == class_infos[slab->class_id].nregs);
+  tessera_assert(slab->nfree <= slab->nregs);
+  tessera_assert(bitmap_count(slab->bitmap, slab->nregs) == slab->nfree);
+  for (unsigned w = 0; w < slab->first_word; w++) tessera_assert(slab->bitmap[w] == 0);
+}
 
 void bin_init(bin_t *bin) {
   lock_init(&bin->lock);
@@ -19,25 +30,27 @@ static extent_t *slab_new(arena_t *a, unsigned c) {
   const class_info_t *ci = &class_infos[c];
   bool zeroed;
   lock_acquire(&a->extent_lock);
-  extent_t *slab = arena_unstash_slab(a, c);
+  extent_t *slab = stash_take(a, c);
   if (slab != NULL) { /* whole and empty, ready to use */
     lock_release(&a->extent_lock);
     return slab;
   }
   slab = extent_alloc(a, ci->slab_pages, 1, EXTENT_SLAB, c + 1, &zeroed);
-  arena_decay_tick(a);
+  purge_tick(a);
   lock_release(&a->extent_lock);
   if (slab == NULL) return NULL;
-  slab->bin = (uint8_t)c;
+  slab->class_id = (uint8_t)c;
   slab->nregs = ci->nregs;
   slab->nfree = ci->nregs;
   slab->first_word = 0;
   bitmap_init_full(slab->bitmap, ci->nregs);
+  check_slab(slab);
   return slab;
 }
 
 /* The slab to allocate from next, or NULL if the OS refuses memory. */
 static extent_t *next_slab(arena_t *a, bin_t *bin, unsigned c) {
+  lock_assert_held(&bin->lock);
   extent_t *slab = heap_remove_first(&bin->nonfull);
   if (slab == NULL && bin->spare != NULL) {
     slab = bin->spare;
@@ -68,8 +81,10 @@ static unsigned take_regions(arena_t *a, unsigned c, void **out, unsigned n, uns
     uint32_t idx[SLAB_MAX_REGIONS];
     bitmap_take_lowest(slab->bitmap, &slab->first_word, idx, take); /* lowest addresses first */
     slab->nfree -= take;
+    check_slab(slab);
     for (unsigned i = 0; i < take; i++) out[got++] = (void *)(slab->addr + (size_t)idx[i] * size);
   }
+  tessera_assert(got <= n);
   bin->nmalloc += got;
   bin->curregs += got;
   bin->nrequests += requests;
@@ -100,8 +115,8 @@ static void slab_empty(arena_t *a, bin_t *bin, extent_t *slab) {
   }
   bin->curslabs--;
   lock_acquire(&a->extent_lock);
-  arena_stash_slab(a, slab);
-  arena_decay_tick(a);
+  stash_put(a, slab);
+  purge_tick(a);
   lock_release(&a->extent_lock);
 }
 
@@ -110,11 +125,15 @@ static void slab_empty(arena_t *a, bin_t *bin, extent_t *slab) {
  * register. Returns false when the slab emptied and left the bin: its record may then
  * be gone. */
 static inline bool free_region(arena_t *a, bin_t *bin, uint64_t magic, extent_t *slab, void *p) {
+  lock_assert_held(&bin->lock);
+  tessera_assert(slab->arena == a && &a->bins[slab->class_id] == bin);
   uint32_t idx = magic_quotient(magic, (uint32_t)((uintptr_t)p - slab->addr));
+  tessera_assert(idx < slab->nregs && slab->addr + (uintptr_t)idx * class_infos[slab->class_id].size == (uintptr_t)p);
   if (unlikely(bitmap_get(slab->bitmap, idx))) fatal_pointer("free()", "double free", p);
   bitmap_set(slab->bitmap, idx);
   if (idx / 64 < slab->first_word) slab->first_word = idx / 64;
   slab->nfree++;
+  check_slab(slab);
   if (slab == bin->current) return true;
   if (slab->nfree == slab->nregs) {
     if (slab->nregs > 1) heap_remove(&bin->nonfull, slab);
@@ -126,7 +145,8 @@ static inline bool free_region(arena_t *a, bin_t *bin, uint64_t magic, extent_t 
 }
 
 void bin_free_locked(arena_t *a, bin_t *bin, extent_t *slab, void *p) {
-  free_region(a, bin, class_infos[slab->bin].magic, slab, p);
+  tessera_assert(bin->curregs > 0);
+  free_region(a, bin, class_infos[slab->class_id].magic, slab, p);
   bin->ndalloc++;
   bin->curregs--;
 }
@@ -148,6 +168,7 @@ unsigned bin_flush(arena_t *a, unsigned c, void **items, unsigned n) {
     if (slab->arena != a) items[kept++] = items[i]; /* another arena's */
     else if (!free_region(a, bin, magic, slab, items[i])) slab_bytes = 0; /* look the next one up */
   }
+  tessera_assert(bin->curregs >= n - kept);
   bin->ndalloc += n - kept;
   bin->curregs -= n - kept;
   bin->nflushes++;

@@ -1,8 +1,9 @@
 /*
  * Bins: an arena's slabs of one small class. Regions are handed out from the current
  * slab; when it is full the next comes from the non-full slabs, lowest address first
- * (less fragmentation: seed 002), then the one spare empty slab, then a slab from the
- * arena's stash of empty slabs of the class (arena.c), then a new slab.
+ * (reusing low addresses first keeps the heap compact: the empty slabs left high up can
+ * be returned), then the one spare empty slab, then a slab from the arena's stash of
+ * empty slabs of the class (stash.c), then a new slab.
  */
 #ifndef TESSERA_BIN_H
 #define TESSERA_BIN_H

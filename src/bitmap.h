@@ -22,8 +22,11 @@ static inline bool bitmap_get(const uint64_t *words, unsigned bit) {
 static inline void bitmap_set(uint64_t *words, unsigned bit) {
   words[bit / 64] |= (uint64_t)1 << (bit % 64);
 }
-static inline void bitmap_clear(uint64_t *words, unsigned bit) {
-  words[bit / 64] &= ~((uint64_t)1 << (bit % 64));
+/* The number of set bits among the first nbits (for the debug build's checks). */
+static inline unsigned bitmap_count(const uint64_t *words, unsigned nbits) {
+  unsigned n = 0;
+  for (unsigned i = 0; i < bitmap_nwords(nbits); i++) n += (unsigned)__builtin_popcountll(words[i]);
+  return n;
 }
 
 /* Clears the n lowest set bits and writes their indices to out[], in increasing order;

@@ -14,10 +14,8 @@
 
 #include "tessera.h"
 
-#include "arena.h"
 #include "control.h"
-#include "internal.h"
-#include "size_class.h"
+#include "frontend.h"
 
 typedef struct alloc_flags {
   size_t align;    /* 0 or a power of two */
@@ -37,17 +35,6 @@ static alloc_flags_t decode(int flags) {
   return d;
 }
 
-/* The usable size a request would get, as control_alloc rounds it; 0 if impossible. */
-static size_t usable_for(size_t size, size_t align) {
-  if (size > (size_t)PTRDIFF_MAX || align > ((size_t)1 << 62)) return 0;
-  if (align < QUANTUM) align = QUANTUM;
-  size_t rounded = (size + align - 1) & ~(align - 1);
-  if (rounded < size) return 0;
-  if (rounded == 0) rounded = QUANTUM;
-  if (align <= PAGE && rounded <= LOOKUP_MAX) return class_to_size(size_to_class(rounded));
-  return large_usable_size(size <= SMALL_MAX ? SMALL_MAX + 1 : size);
-}
-
 static void *alloc_with(size_t size, const alloc_flags_t *d) {
   return control_alloc(d->arena, size == 0 ? 1 : size, d->align, d->zero, d->use_tcache);
 }
@@ -58,8 +45,7 @@ TESSERA_EXPORT void *mallocx(size_t size, int flags) {
 }
 
 TESSERA_EXPORT size_t nallocx(size_t size, int flags) {
-  if (!malloc_initialized()) tessera_free_internal(tessera_malloc_internal(1));
-  return usable_for(size == 0 ? 1 : size, decode(flags).align);
+  return control_alloc_usable(size == 0 ? 1 : size, decode(flags).align);
 }
 
 TESSERA_EXPORT size_t sallocx(const void *ptr, int flags) {
@@ -107,10 +93,10 @@ TESSERA_EXPORT void *rallocx(void *ptr, size_t size, int flags) {
   return q;
 }
 
-/* In place only: the block already holds size bytes, or it cannot change (tessera has no
- * in-place growth hook here yet). Returns the block's usable size, as jemalloc does. */
+/* In place only (jemalloc's semantics: see realloc_in_place). Returns the block's usable
+ * size afterwards, as jemalloc does. */
 TESSERA_EXPORT size_t xallocx(void *ptr, size_t size, size_t extra, int flags) {
-  return control_resize_in_place(ptr, size, extra, (flags & 0x40) != 0);
+  return realloc_in_place(ptr, size, extra, (flags & 0x40) != 0);
 }
 
 TESSERA_EXPORT int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen) {

@@ -22,13 +22,12 @@
 #include <string.h>
 
 #include "control.h"
-#include "fastmap.h"
-#include "internal.h"
+#include "free_map.h"
+#include "init.h"
 #include "options.h"
 #include "size_class.h"
+#include "stats.h"
 #include "tcache.h"
-
-stats_snapshot_t ctl_snapshot;
 
 typedef enum ctl_kind { NODE_NAMED, NODE_INDEXED, NODE_OPTIONS, NODE_LEAF } ctl_kind_t;
 
@@ -48,7 +47,9 @@ struct ctl_node {
   ctl_type_t type;            /* LEAF */
   ctl_read_fn *read;          /* LEAF; NULL for actions */
   ctl_write_fn *write;        /* LEAF; NULL for read-only values */
-  size_t offset;              /* LEAF: where generic readers find the value */
+  size_t offset;              /* LEAF: where read_locked finds the value in its record */
+  size_t param;               /* LEAF: what its functions are told: a constant's value, an
+                                 option's index, or which of two values (0 or 1) */
   bool read_after_write;      /* LEAF: old value = the value after the write (epoch) */
 };
 
@@ -85,23 +86,25 @@ static int read_version(const ctl_node_t *n, const size_t *idx, void *out) {
 
 /* Refreshes the snapshot the first time any statistic is read. */
 static void snapshot_lock(void) {
-  stats_snapshot_lock(&ctl_snapshot);
-  if (ctl_snapshot.epoch == 0) stats_refresh(&ctl_snapshot);
+  boot_ensure();
+  stats_snapshot_lock(&stats_ctl_snapshot);
+  if (stats_ctl_snapshot.epoch == 0) stats_refresh(&stats_ctl_snapshot);
 }
 
 static int read_epoch(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)n, (void)idx;
   snapshot_lock();
-  uint64_t epoch = ctl_snapshot.epoch;
-  stats_snapshot_unlock(&ctl_snapshot);
+  uint64_t epoch = stats_ctl_snapshot.epoch;
+  stats_snapshot_unlock(&stats_ctl_snapshot);
   return put_u64(out, epoch);
 }
 
 static int write_epoch(const ctl_node_t *n, const size_t *idx, const void *in) {
   (void)n, (void)idx, (void)in;
-  stats_snapshot_lock(&ctl_snapshot);
-  stats_refresh(&ctl_snapshot);
-  stats_snapshot_unlock(&ctl_snapshot);
+  if (!boot_ensure()) return EAGAIN;
+  stats_snapshot_lock(&stats_ctl_snapshot);
+  stats_refresh(&stats_ctl_snapshot);
+  stats_snapshot_unlock(&stats_ctl_snapshot);
   return 0;
 }
 
@@ -115,39 +118,38 @@ static int read_snapshot_field(const ctl_node_t *n, const void *base, void *out)
 static int read_locked(const ctl_node_t *n, const void *base, void *out) {
   snapshot_lock();
   read_snapshot_field(n, base, out);
-  stats_snapshot_unlock(&ctl_snapshot);
+  stats_snapshot_unlock(&stats_ctl_snapshot);
   return 0;
 }
 
 static int read_total(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)idx;
-  return read_locked(n, &ctl_snapshot.totals, out);
+  return read_locked(n, &stats_ctl_snapshot.totals, out);
 }
 
 static int read_arena_stat(const ctl_node_t *n, const size_t *idx, void *out) {
-  return read_locked(n, stats_arena(&ctl_snapshot, idx[0]), out);
+  return read_locked(n, stats_arena(&stats_ctl_snapshot, idx[0]), out);
 }
 
 static int read_bin_stat(const ctl_node_t *n, const size_t *idx, void *out) {
-  return read_locked(n, &stats_arena(&ctl_snapshot, idx[0])->bins[idx[1]], out);
+  return read_locked(n, &stats_arena(&stats_ctl_snapshot, idx[0])->bins[idx[1]], out);
 }
 
 static int read_base_lock(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)idx;
-  return read_locked(n, &ctl_snapshot, out); /* the node's offset includes base_lock's */
+  return read_locked(n, &stats_ctl_snapshot, out); /* the node's offset includes base_lock's */
 }
 
 static int read_stats_muzzy(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)n, (void)idx;
   snapshot_lock();
-  size_t v = ctl_snapshot.merged.pmuzzy * PAGE;
-  stats_snapshot_unlock(&ctl_snapshot);
+  size_t v = stats_ctl_snapshot.merged.pmuzzy * PAGE;
+  stats_snapshot_unlock(&stats_ctl_snapshot);
   return put_size(out, v);
 }
 
 static int read_narenas(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)n, (void)idx;
-  if (!malloc_initialized()) tessera_free_internal(tessera_malloc_internal(1));
   return put_unsigned(out, control_narenas());
 }
 
@@ -161,12 +163,12 @@ static int read_arenas_create(const ctl_node_t *n, const size_t *idx, void *out)
 
 static int read_constant_size(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)idx;
-  return put_size(out, n->offset); /* the constant is kept in offset */
+  return put_size(out, n->param);
 }
 
 static int read_constant_unsigned(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)idx;
-  return put_unsigned(out, (unsigned)n->offset);
+  return put_unsigned(out, (unsigned)n->param);
 }
 
 static int read_tcache_max(const ctl_node_t *n, const size_t *idx, void *out) {
@@ -175,10 +177,10 @@ static int read_tcache_max(const ctl_node_t *n, const size_t *idx, void *out) {
 }
 
 static int read_bin_info(const ctl_node_t *n, const size_t *idx, void *out) {
-  if (!malloc_initialized()) tessera_free_internal(tessera_malloc_internal(1));
+  if (!boot_ensure()) return EAGAIN;
   const class_info_t *ci = &class_infos[idx[0]];
-  if (n->offset == 0) return put_size(out, ci->size);
-  if (n->offset == 1) return put_size(out, (size_t)ci->slab_pages * PAGE);
+  if (n->param == 0) return put_size(out, ci->size);
+  if (n->param == 1) return put_size(out, (size_t)ci->slab_pages * PAGE);
   uint32_t nregs = ci->nregs;
   memcpy(out, &nregs, sizeof(nregs));
   return 0;
@@ -190,13 +192,13 @@ static int read_lextent_size(const ctl_node_t *n, const size_t *idx, void *out) 
 }
 
 static int read_lextent_stat(const ctl_node_t *n, const size_t *idx, void *out) {
-  return read_locked(n, &stats_arena(&ctl_snapshot, idx[0])->lextents[idx[1]], out);
+  return read_locked(n, &stats_arena(&stats_ctl_snapshot, idx[0])->lextents[idx[1]], out);
 }
 
 static int read_arenas_decay_ms(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)idx;
   ssize_t v;
-  control_default_decay_ms(n->offset != 0, &v, NULL);
+  control_default_decay_ms(n->param != 0, &v, NULL);
   memcpy(out, &v, sizeof(v));
   return 0;
 }
@@ -205,7 +207,7 @@ static int write_arenas_decay_ms(const ctl_node_t *n, const size_t *idx, const v
   (void)idx;
   ssize_t v;
   memcpy(&v, in, sizeof(v));
-  return control_default_decay_ms(n->offset != 0, NULL, &v) == 0 ? 0 : EFAULT;
+  return control_default_decay_ms(n->param != 0, NULL, &v) == 0 ? 0 : EFAULT;
 }
 
 /* Maps the core's EINVAL (no such arena, bad value) to jemalloc's EFAULT for actions. */
@@ -223,8 +225,8 @@ static int do_arena_decay(const ctl_node_t *n, const size_t *idx, const void *in
 
 static int read_arena_decay_ms(const ctl_node_t *n, const size_t *idx, void *out) {
   ssize_t v;
-  if (idx[0] == CTL_ARENAS_ALL) return EFAULT;
-  int err = control_arena_decay_ms((unsigned)idx[0], n->offset != 0, &v, NULL);
+  if (idx[0] == ARENAS_ALL) return EFAULT;
+  int err = control_arena_decay_ms((unsigned)idx[0], n->param != 0, &v, NULL);
   if (err != 0) return action_result(err);
   memcpy(out, &v, sizeof(v));
   return 0;
@@ -233,13 +235,12 @@ static int read_arena_decay_ms(const ctl_node_t *n, const size_t *idx, void *out
 static int write_arena_decay_ms(const ctl_node_t *n, const size_t *idx, const void *in) {
   ssize_t v;
   memcpy(&v, in, sizeof(v));
-  if (idx[0] == CTL_ARENAS_ALL) return EFAULT;
-  return action_result(control_arena_decay_ms((unsigned)idx[0], n->offset != 0, NULL, &v));
+  if (idx[0] == ARENAS_ALL) return EFAULT;
+  return action_result(control_arena_decay_ms((unsigned)idx[0], n->param != 0, NULL, &v));
 }
 
 static int read_thread_arena(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)n, (void)idx;
-  if (!malloc_initialized()) tessera_free_internal(tessera_malloc_internal(1));
   return put_unsigned(out, control_thread_arena_get());
 }
 
@@ -252,20 +253,20 @@ static int write_thread_arena(const ctl_node_t *n, const size_t *idx, const void
 
 static int do_tcache_flush(const ctl_node_t *n, const size_t *idx, const void *in) {
   (void)n, (void)idx, (void)in;
-  control_thread_tcache_flush();
+  tcache_flush_thread();
   return 0;
 }
 
 static int read_free_map(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)n, (void)idx;
-  bool v = fastmap_enabled();
+  bool v = free_map_enabled();
   memcpy(out, &v, sizeof(v));
   return 0;
 }
 
 static int read_tcache_enabled(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)n, (void)idx;
-  bool v = control_thread_tcache_enabled();
+  bool v = tcache_thread_enabled();
   memcpy(out, &v, sizeof(v));
   return 0;
 }
@@ -275,24 +276,23 @@ static int write_tcache_enabled(const ctl_node_t *n, const size_t *idx, const vo
   bool v;
   memcpy(&v, in, sizeof(v));
   if (v && !opt_tcache) return EFAULT; /* caches are off for the whole process (tcache:false) */
-  control_thread_tcache_enable(v);
+  tcache_thread_enable(v);
   return 0;
 }
 
 static int read_thread_counter(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)idx;
   uint64_t allocated = 0, deallocated = 0;
-  if (malloc_initialized()) control_thread_counters(&allocated, &deallocated);
-  return put_u64(out, n->offset ? deallocated : allocated);
+  if (boot_done()) tcache_thread_counters(&allocated, &deallocated);
+  return put_u64(out, n->param ? deallocated : allocated);
 }
 
 /* ---- index checks ---- */
 
-/* Arena indices: an existing arena, or CTL_ARENAS_ALL (every arena, or the merged
+/* Arena indices: an existing arena, or ARENAS_ALL (every arena, or the merged
  * statistics). */
 static bool arena_index_ok(size_t i) {
-  if (!malloc_initialized()) tessera_free_internal(tessera_malloc_internal(1));
-  return i == CTL_ARENAS_ALL || i < control_narenas();
+  return i == ARENAS_ALL || i < control_narenas();
 }
 
 static bool bin_index_ok(size_t i) { return i < NSMALL; }
@@ -300,11 +300,14 @@ static bool lextent_index_ok(size_t i) { return i < NLARGE_CLASSES; }
 
 /* ---- the tree ---- */
 
-#define LEAF(nm, t, rd, wr, off) {nm, NODE_LEAF, NULL, NULL, t, rd, wr, off, false}
-#define ACTION(nm, fn) {nm, NODE_LEAF, NULL, NULL, CTL_VOID, NULL, fn, 0, false}
-#define NAMED(nm, kids) {nm, NODE_NAMED, kids, NULL, CTL_VOID, NULL, NULL, 0, false}
-#define INDEXED(nm, kid, ok) {nm, NODE_INDEXED, kid, ok, CTL_VOID, NULL, NULL, 0, false}
-#define END {NULL, NODE_LEAF, NULL, NULL, CTL_VOID, NULL, NULL, 0, false}
+/* LEAF: a value at offset in a snapshot record; PARAM_LEAF: one whose functions are
+ * given param. */
+#define LEAF(nm, t, rd, wr, off) {nm, NODE_LEAF, NULL, NULL, t, rd, wr, off, 0, false}
+#define PARAM_LEAF(nm, t, rd, wr, prm) {nm, NODE_LEAF, NULL, NULL, t, rd, wr, 0, prm, false}
+#define ACTION(nm, fn) {nm, NODE_LEAF, NULL, NULL, CTL_VOID, NULL, fn, 0, 0, false}
+#define NAMED(nm, kids) {nm, NODE_NAMED, kids, NULL, CTL_VOID, NULL, NULL, 0, 0, false}
+#define INDEXED(nm, kid, ok) {nm, NODE_INDEXED, kid, ok, CTL_VOID, NULL, NULL, 0, 0, false}
+#define END {NULL, NODE_LEAF, NULL, NULL, CTL_VOID, NULL, NULL, 0, 0, false}
 
 #define TOTAL(nm, field) LEAF(nm, CTL_SIZE, read_total, NULL, offsetof(tessera_counters, field))
 #define ASTAT(nm, t, field) LEAF(nm, t, read_arena_stat, NULL, offsetof(arena_stats_t, field))
@@ -374,14 +377,14 @@ static const ctl_node_t stats_nodes[] = {
 static const ctl_node_t arena_nodes[] = {
     ACTION("purge", do_arena_purge),
     ACTION("decay", do_arena_decay),
-    LEAF("dirty_decay_ms", CTL_SSIZE, read_arena_decay_ms, write_arena_decay_ms, 0),
-    LEAF("muzzy_decay_ms", CTL_SSIZE, read_arena_decay_ms, write_arena_decay_ms, 1),
+    PARAM_LEAF("dirty_decay_ms", CTL_SSIZE, read_arena_decay_ms, write_arena_decay_ms, 0),
+    PARAM_LEAF("muzzy_decay_ms", CTL_SSIZE, read_arena_decay_ms, write_arena_decay_ms, 1),
     END};
 static const ctl_node_t arena_index[] = {INDEXED("<i>", arena_nodes, arena_index_ok), END};
 
 static const ctl_node_t arenas_bin_nodes[] = {
-    LEAF("size", CTL_SIZE, read_bin_info, NULL, 0), LEAF("slab_size", CTL_SIZE, read_bin_info, NULL, 1),
-    LEAF("nregs", CTL_U32, read_bin_info, NULL, 2), END};
+    PARAM_LEAF("size", CTL_SIZE, read_bin_info, NULL, 0), PARAM_LEAF("slab_size", CTL_SIZE, read_bin_info, NULL, 1),
+    PARAM_LEAF("nregs", CTL_U32, read_bin_info, NULL, 2), END};
 static const ctl_node_t arenas_bin_index[] = {INDEXED("<j>", arenas_bin_nodes, bin_index_ok), END};
 
 static const ctl_node_t arenas_lextent_nodes[] = {LEAF("size", CTL_SIZE, read_lextent_size, NULL, 0), END};
@@ -390,15 +393,15 @@ static const ctl_node_t arenas_lextent_index[] = {INDEXED("<j>", arenas_lextent_
 static const ctl_node_t arenas_nodes[] = {
     LEAF("narenas", CTL_UNSIGNED, read_narenas, NULL, 0),
     LEAF("create", CTL_UNSIGNED, read_arenas_create, NULL, 0),
-    LEAF("page", CTL_SIZE, read_constant_size, NULL, PAGE),
-    LEAF("quantum", CTL_SIZE, read_constant_size, NULL, QUANTUM),
-    LEAF("nbins", CTL_UNSIGNED, read_constant_unsigned, NULL, NSMALL),
+    PARAM_LEAF("page", CTL_SIZE, read_constant_size, NULL, PAGE),
+    PARAM_LEAF("quantum", CTL_SIZE, read_constant_size, NULL, QUANTUM),
+    PARAM_LEAF("nbins", CTL_UNSIGNED, read_constant_unsigned, NULL, NSMALL),
     LEAF("tcache_max", CTL_SIZE, read_tcache_max, NULL, 0),
     LEAF("free_map", CTL_BOOL, read_free_map, NULL, 0),
-    LEAF("dirty_decay_ms", CTL_SSIZE, read_arenas_decay_ms, write_arenas_decay_ms, 0),
-    LEAF("muzzy_decay_ms", CTL_SSIZE, read_arenas_decay_ms, write_arenas_decay_ms, 1),
+    PARAM_LEAF("dirty_decay_ms", CTL_SSIZE, read_arenas_decay_ms, write_arenas_decay_ms, 0),
+    PARAM_LEAF("muzzy_decay_ms", CTL_SSIZE, read_arenas_decay_ms, write_arenas_decay_ms, 1),
     NAMED("bin", arenas_bin_index),
-    LEAF("nlextents", CTL_UNSIGNED, read_constant_unsigned, NULL, NLARGE_CLASSES),
+    PARAM_LEAF("nlextents", CTL_UNSIGNED, read_constant_unsigned, NULL, NLARGE_CLASSES),
     NAMED("lextent", arenas_lextent_index),
     END};
 
@@ -408,14 +411,14 @@ static const ctl_node_t thread_tcache_nodes[] = {
 static const ctl_node_t thread_nodes[] = {
     LEAF("arena", CTL_UNSIGNED, read_thread_arena, write_thread_arena, 0),
     NAMED("tcache", thread_tcache_nodes),
-    LEAF("allocated", CTL_U64, read_thread_counter, NULL, 0),
-    LEAF("deallocated", CTL_U64, read_thread_counter, NULL, 1),
+    PARAM_LEAF("allocated", CTL_U64, read_thread_counter, NULL, 0),
+    PARAM_LEAF("deallocated", CTL_U64, read_thread_counter, NULL, 1),
     END};
 
 static const ctl_node_t root_nodes[] = {
     LEAF("version", CTL_STRING, read_version, NULL, 0),
-    {"epoch", NODE_LEAF, NULL, NULL, CTL_U64, read_epoch, write_epoch, 0, true},
-    {"opt", NODE_OPTIONS, NULL, NULL, CTL_VOID, NULL, NULL, 0, false},
+    {"epoch", NODE_LEAF, NULL, NULL, CTL_U64, read_epoch, write_epoch, 0, 0, true},
+    {"opt", NODE_OPTIONS, NULL, NULL, CTL_VOID, NULL, NULL, 0, 0, false},
     NAMED("stats", stats_nodes),
     NAMED("arenas", arenas_nodes),
     NAMED("arena", arena_index),
@@ -432,22 +435,24 @@ static ctl_type_t option_ctl_type(const option_def_t *d) {
   case OPTION_SIZE: return CTL_SIZE;
   case OPTION_SSIZE: return CTL_SSIZE;
   case OPTION_STRING: return CTL_STRING;
+  case OPTION_ENUM: return CTL_STRING;
   }
   return CTL_VOID;
 }
 
 static int read_option(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)idx;
-  if (!malloc_initialized()) tessera_free_internal(tessera_malloc_internal(1));
-  const option_def_t *d = &option_table[n->offset];
+  if (!boot_ensure()) return EAGAIN;
+  const option_def_t *d = &option_table[n->param];
   if (d->type == OPTION_STRING) return put_string(out, (const char *)d->value);
+  if (d->type == OPTION_ENUM) return put_string(out, option_enum_name(d));
   memcpy(out, d->value, type_size(n->type));
   return 0;
 }
 
 /* A leaf node standing for option i (built on the caller's stack). */
 static void option_node(unsigned i, ctl_node_t *out) {
-  ctl_node_t n = LEAF(option_table[i].name, option_ctl_type(&option_table[i]), read_option, NULL, i);
+  ctl_node_t n = PARAM_LEAF(option_table[i].name, option_ctl_type(&option_table[i]), read_option, NULL, i);
   *out = n;
 }
 

@@ -10,7 +10,7 @@
 #include "tessera.h"
 
 #include "fatal.h"
-#include "internal.h"
+#include "frontend.h"
 
 #define EXPORT TESSERA_EXPORT
 

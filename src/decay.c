@@ -61,9 +61,3 @@ size_t decay_limit(const decay_t *d) {
   if (d->ms == 0) return 0;
   return (size_t)(d->backlog_weighted >> 24) + d->added;
 }
-
-uint64_t decay_ns_to_next_epoch(const decay_t *d, uint64_t now_ns) {
-  if (d->ms <= 0) return UINT64_MAX;
-  uint64_t end = d->epoch_start_ns + epoch_ns(d->ms);
-  return end > now_ns ? end - now_ns : 0;
-}

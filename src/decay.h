@@ -6,7 +6,7 @@
  * freed) to 0 (decay_ms ago): limit = sum over epochs of pages_added * h(age). Pages
  * above the limit are moved on, oldest first. So memory is returned on a smooth curve
  * rather than in bursts, and pages reused soon after being freed never cost a syscall
- * (seed 004: jemalloc's dirty/muzzy decay).
+ * (the idea of jemalloc's dirty/muzzy decay, with a smoothstep curve).
  */
 #ifndef TESSERA_DECAY_H
 #define TESSERA_DECAY_H
@@ -19,7 +19,5 @@ void decay_init(decay_t *d, ssize_t ms, uint64_t now_ns);
 void decay_advance(decay_t *d, ssize_t ms, uint64_t now_ns, size_t current_pages);
 /* Pages the stage may keep now (call decay_advance first). */
 size_t decay_limit(const decay_t *d);
-/* Nanoseconds until the next epoch ends (for the background thread's sleep). */
-uint64_t decay_ns_to_next_epoch(const decay_t *d, uint64_t now_ns);
 
 #endif

@@ -2,10 +2,12 @@
 
 #include <string.h>
 
-#include "arena.h"
 #include "base.h"
+#include "config.h"
+#include "free_map.h"
+#include "lock.h"
+#include "options.h"
 #include "os.h"
-#include "fastmap.h"
 #include "pagemap.h"
 #include "pairing_heap.h"
 
@@ -56,6 +58,7 @@ static extent_t *record_new(arena_t *a, bool bitmap) {
 }
 
 static void record_delete(arena_t *a, extent_t *r) {
+  tessera_assert(r->arena == a);
   r->state = 0; /* a stale page-map entry can never find a valid extent here */
   r->heap_next = a->spare_records[r->has_bitmap];
   a->spare_records[r->has_bitmap] = r;
@@ -81,6 +84,7 @@ static void set_insert(extent_set_t *s, extent_t *e) {
 
 static void set_remove(extent_set_t *s, extent_t *e) {
   unsigned b = extent_bucket_floor(e->npages);
+  tessera_assert(s->npages >= e->npages && !heap_empty(&s->buckets[b]));
   heap_remove(&s->buckets[b], e);
   if (heap_empty(&s->buckets[b])) s->nonempty[b / 64] &= ~((uint64_t)1 << (b % 64));
   s->npages -= e->npages;
@@ -102,6 +106,33 @@ static extent_t *set_find(const extent_set_t *s, size_t npages) {
 
 static uintptr_t last_page(const extent_t *e) { return e->addr + (e->npages - 1) * PAGE; }
 
+/* ---- invariants (debug build) ---- */
+
+/* A free extent: in the bucket its size says, its first and last page mapped to it with
+ * code 0, and no free neighbour of its state left unmerged. */
+static void check_free(const arena_t *a, const extent_t *e) {
+  if (!config_debug) return;
+  tessera_assert(e->arena == a && e->npages >= 1 && (e->addr & PAGE_MASK) == 0);
+  tessera_assert(e->state == EXTENT_DIRTY || e->state == EXTENT_MUZZY || e->state == EXTENT_RETAINED);
+  tessera_assert(pagemap_get(e->addr) == pm_make(e, 0, 0));
+  tessera_assert(e->npages == 1 || pagemap_get(last_page(e)) == pm_make(e, 0, e->npages - 1));
+  pm_entry_t before = pagemap_get(e->addr - PAGE), after = pagemap_get(e->addr + e->npages * PAGE);
+  tessera_assert(!(pm_code(before) == 0 && pm_extent(before) != NULL && pm_extent(before)->arena == a &&
+                   pm_extent(before)->state == e->state));
+  tessera_assert(!(pm_code(after) == 0 && pm_extent(after) != NULL && pm_extent(after)->arena == a &&
+                   pm_extent(after)->state == e->state));
+}
+
+/* An active extent: every page of a slab, the first and last page of a large block,
+ * mapped to it with its code. */
+static void check_active(const extent_t *e, unsigned code) {
+  if (!config_debug) return;
+  tessera_assert(e->npages >= 1 && (e->addr & PAGE_MASK) == 0);
+  tessera_assert(e->state == EXTENT_SLAB || e->state == EXTENT_LARGE);
+  size_t step = e->state == EXTENT_SLAB || e->npages == 1 ? 1 : e->npages - 1;
+  for (size_t i = 0; i < e->npages; i += step) tessera_assert(pagemap_get(e->addr + i * PAGE) == pm_make(e, code, i));
+}
+
 static void map_free_bounds(extent_t *e) {
   pagemap_set(e->addr, pm_make(e, 0, 0));
   if (e->npages > 1) pagemap_set(last_page(e), pm_make(e, 0, e->npages - 1));
@@ -120,11 +151,12 @@ void extent_map_active(extent_t *e, unsigned code) {
     if (e->npages > 1) pagemap_set(last_page(e), pm_make(e, code, e->npages - 1));
   }
   /* Written for every active block: a large block resized in place may change class. */
-  fastmap_set_block(e->addr, e->npages, e->state == EXTENT_SLAB, code <= NCACHED_MAX ? code : 0);
+  free_map_set_block(e->addr, e->npages, e->state == EXTENT_SLAB, code <= NCACHED_MAX ? code : 0);
+  check_active(e, code);
 }
 
 static void clear_active(const extent_t *e) {
-  fastmap_clear_block(e->addr, e->npages, e->state == EXTENT_SLAB);
+  free_map_clear_block(e->addr, e->npages, e->state == EXTENT_SLAB);
   if (e->state == EXTENT_SLAB) {
     for (size_t i = 0; i < e->npages; i++) pagemap_set(e->addr + i * PAGE, 0);
   } else {
@@ -167,6 +199,7 @@ static void insert_free(arena_t *a, extent_t *e, unsigned state) {
   }
   map_free_bounds(e);
   set_insert(set, e);
+  check_free(a, e);
 }
 
 /* Inserts a remainder of a split: its neighbours are known not to be free of its state. */
@@ -197,7 +230,7 @@ static bool grow(arena_t *a, size_t min_pages) {
   }
   if (a->grow_pages < GROW_MAX_PAGES) a->grow_pages *= 2;
   a->mapped_pages += pages;
-  os_set_huge_pages(p, pages * PAGE, arena_thp_mode);
+  os_set_huge_pages(p, pages * PAGE, (int)opt_thp);
   e->addr = (uintptr_t)p;
   e->npages = pages;
   insert_free(a, e, EXTENT_RETAINED); /* fresh pages read as zero, like released ones */
@@ -206,6 +239,8 @@ static bool grow(arena_t *a, size_t min_pages) {
 
 extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_state_t state,
                        unsigned code, bool *zeroed) {
+  lock_assert_held(&a->extent_lock);
+  tessera_assert(npages >= 1 && align_pages >= 1 && (align_pages & (align_pages - 1)) == 0);
   size_t search = npages + (align_pages > 1 ? align_pages - 1 : 0);
   if (search < npages) return NULL;
   /* Reuse resident pages first (no page faults), then lazily freed ones, then released. */
@@ -256,12 +291,17 @@ extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_sta
 }
 
 void extent_free(arena_t *a, extent_t *e) {
+  lock_assert_held(&a->extent_lock);
+  tessera_assert(e->arena == a && (e->state == EXTENT_SLAB || e->state == EXTENT_LARGE));
+  tessera_assert(a->active_pages >= e->npages);
   clear_active(e);
   a->active_pages -= e->npages;
   insert_free(a, e, EXTENT_DIRTY);
 }
 
 void extent_free_stashed_slab(arena_t *a, extent_t *e) {
+  lock_assert_held(&a->extent_lock);
+  tessera_assert(e->arena == a && e->state == EXTENT_SLAB);
   size_t npages = e->npages; /* insert_free may merge e into a neighbour and delete it */
   clear_active(e);
   insert_free(a, e, EXTENT_DIRTY);
@@ -269,6 +309,8 @@ void extent_free_stashed_slab(arena_t *a, extent_t *e) {
 }
 
 bool extent_grow_in_place(arena_t *a, extent_t *e, size_t npages, unsigned code) {
+  lock_assert_held(&a->extent_lock);
+  tessera_assert(e->state == EXTENT_LARGE && npages > e->npages);
   size_t extra = npages - e->npages;
   uintptr_t end = e->addr + e->npages * PAGE;
   extent_t *n = free_neighbor(a, end, EXTENT_DIRTY);
@@ -294,6 +336,8 @@ bool extent_grow_in_place(arena_t *a, extent_t *e, size_t npages, unsigned code)
 }
 
 bool extent_shrink_in_place(arena_t *a, extent_t *e, size_t npages, unsigned code) {
+  lock_assert_held(&a->extent_lock);
+  tessera_assert(e->state == EXTENT_LARGE && npages >= 1 && npages < e->npages);
   extent_t *t = record_new(a, false);
   if (t == NULL) return false;
   clear_bounds(e);
@@ -307,6 +351,8 @@ bool extent_shrink_in_place(arena_t *a, extent_t *e, size_t npages, unsigned cod
 }
 
 size_t extent_move_oldest(arena_t *a, unsigned from, unsigned to, size_t keep_pages, uint64_t deadline_ns) {
+  lock_assert_held(&a->extent_lock);
+  tessera_assert(from != to && (to == EXTENT_MUZZY || to == EXTENT_RETAINED));
   extent_set_t *set = set_of(a, from);
   size_t moved = 0;
   if (set->npages <= keep_pages) return 0;

@@ -1,5 +1,7 @@
 #include "fatal.h"
 
+#include "config.h"
+
 #include <stdlib.h>
 
 #include "os.h"
@@ -39,6 +41,18 @@ void fatal_pointer(const char *func, const char *problem, const void *p) {
 void fatal(const char *message) {
   os_write_stderr("tessera: ");
   os_write_stderr(message);
+  os_write_stderr("\n");
+  abort();
+}
+
+void assert_failed(const char *file, int line, const char *expr) {
+  char num[24];
+  os_write_stderr("tessera: assertion failed: ");
+  os_write_stderr(file);
+  os_write_stderr(":");
+  os_write_stderr(format_dec(num, (unsigned long long)line));
+  os_write_stderr(": ");
+  os_write_stderr(expr);
   os_write_stderr("\n");
   abort();
 }

@@ -1,10 +1,5 @@
 #include "lock.h"
 
-#include <errno.h>
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include "os.h"
 
 /* Spinning pays off only while the holder runs on another CPU and holds the lock
@@ -19,19 +14,12 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-static __thread char thread_marker_byte;
-__thread uint32_t tls_lock_id __attribute__((tls_model("initial-exec")));
-
-uintptr_t thread_marker(void) { return (uintptr_t)&thread_marker_byte; }
-
 uint32_t lock_id_slow(void) {
   /* Kernel thread ids are positive and below 2^30 (pid_max is at most 4M), so the id
    * shifted left by one fits the word with room for the waiters bit. */
-  tls_lock_id = (uint32_t)syscall(SYS_gettid) << 1;
-  return tls_lock_id;
+  tls_thread.lock_id = os_thread_id() << 1;
+  return tls_thread.lock_id;
 }
-
-void lock_id_reset(void) { tls_lock_id = 0; }
 
 void lock_init(lock_t *l) {
   atomic_store_explicit(&l->state, 0, memory_order_relaxed);
@@ -39,17 +27,7 @@ void lock_init(lock_t *l) {
   l->n_acquired = l->n_contended = l->wait_ns_total = l->wait_ns_max = 0;
 }
 
-static void futex_wait(_Atomic uint32_t *addr, uint32_t val) {
-  int saved = errno;
-  syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
-  errno = saved;
-}
-
-void lock_wake(lock_t *l) {
-  int saved = errno;
-  syscall(SYS_futex, &l->state, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-  errno = saved;
-}
+void lock_wake(lock_t *l) { os_futex_wake_one(&l->state); }
 
 void lock_slow(lock_t *l, uint32_t me) {
   uint64_t start = os_now_ns();
@@ -78,7 +56,7 @@ void lock_slow(lock_t *l, uint32_t me) {
         !atomic_compare_exchange_weak_explicit(&l->state, &c, c | LOCK_WAITERS, memory_order_relaxed,
                                                memory_order_relaxed))
       continue;
-    futex_wait(&l->state, c | LOCK_WAITERS);
+    os_futex_wait(&l->state, c | LOCK_WAITERS);
   }
 acquired:;
   uint64_t waited = os_now_ns() - start;

@@ -12,28 +12,26 @@
 #ifndef TESSERA_LOCK_H
 #define TESSERA_LOCK_H
 
+#include "config.h"
+#include "thread.h"
 #include "types.h"
 
 #define LOCK_WAITERS 1u
 
 /* The calling thread's id as the lock word stores it (never 0). */
-extern __thread uint32_t tls_lock_id __attribute__((tls_model("initial-exec")));
 uint32_t lock_id_slow(void);
 static inline uint32_t lock_my_id(void) {
-  uint32_t id = tls_lock_id;
+  uint32_t id = tls_thread.lock_id;
   return likely(id != 0) ? id : lock_id_slow();
 }
-/* After fork, in the child: the thread has a new id. */
-void lock_id_reset(void);
-
-/* A per-thread address that identifies the calling thread. */
-uintptr_t thread_marker(void);
 
 void lock_init(lock_t *l);
 void lock_slow(lock_t *l, uint32_t me);
 
 static inline void lock_acquire(lock_t *l) {
   uint32_t me = lock_my_id();
+  /* Debug build: taking a lock this thread already holds would deadlock. */
+  tessera_assert((atomic_load_explicit(&l->state, memory_order_relaxed) & ~LOCK_WAITERS) != me);
   uint32_t expected = 0;
   if (unlikely(!atomic_compare_exchange_strong_explicit(&l->state, &expected, me, memory_order_acquire,
                                                         memory_order_relaxed)))
@@ -60,6 +58,11 @@ static inline void lock_release(lock_t *l) {
 static inline bool lock_held_by_me(const lock_t *l) {
   return (atomic_load_explicit(&l->state, memory_order_relaxed) & ~LOCK_WAITERS) == lock_my_id();
 }
+
+/* Debug build: the caller must hold l. */
+#define lock_assert_held(l) tessera_assert(lock_held_by_me(l))
+/* Debug build: the caller must not hold l (it is about to take it, or calls out). */
+#define lock_assert_not_held(l) tessera_assert(!lock_held_by_me(l))
 
 /* fork: the prepare handler takes every lock so the child sees consistent state. A
  * lock the forking thread already holds (fork from a signal handler that interrupted

@@ -5,7 +5,6 @@
 
 #include "fatal.h"
 #include "os.h"
-#include "size_class.h"
 
 #ifndef TESSERA_CONF_DEFAULT
 #define TESSERA_CONF_DEFAULT ""
@@ -25,26 +24,30 @@ unsigned opt_narenas = 0;
 /* Unused pages are released over dirty_decay_ms (see decay.c); -1 keeps them. */
 ssize_t opt_dirty_decay_ms = 5000;
 ssize_t opt_muzzy_decay_ms = 0;
-char opt_arena_select[16] = "cpu";
+unsigned opt_arena_select = ARENA_SELECT_CPU;
 bool opt_background_thread = false;
 /* Unused bytes in one arena that start the background thread anyway (0: never). */
 size_t opt_background_thread_auto = (size_t)64 << 20;
-char opt_thp[16] = "default";
+unsigned opt_thp = THP_DEFAULT;
 bool opt_junk = false;
 bool opt_zero = false;
 bool opt_stats_print = false;
 char opt_stats_print_opts[16] = "";
 char opt_slab_sizes[256] = "";
+slab_range_t opt_slab_ranges[SLAB_RANGES_MAX];
+unsigned opt_slab_nranges;
 
-static bool valid_thp(const char *v, size_t len);
-static bool valid_arena_select(const char *v, size_t len);
+static const char *const thp_names[] = {"default", "always", "never", NULL};
+static const char *const arena_select_names[] = {"cpu", "least_loaded", NULL};
+
 static bool valid_stats_opts(const char *v, size_t len);
 static bool valid_slab_sizes(const char *v, size_t len);
 
-#define BOOL_OPTION(name, var, doc) {name, OPTION_BOOL, &var, 0, 1, doc, NULL, NULL}
-#define NUM_OPTION(name, type, var, lo, hi, doc) {name, type, &var, lo, hi, doc, NULL, NULL}
+#define BOOL_OPTION(name, var, doc) {name, OPTION_BOOL, &var, 0, 1, doc, NULL, NULL, NULL}
+#define NUM_OPTION(name, type, var, lo, hi, doc) {name, type, &var, lo, hi, doc, NULL, NULL, NULL}
 #define STRING_OPTION(name, var, doc, accepted, valid) \
-  {name, OPTION_STRING, var, 0, sizeof(var) - 1, doc, accepted, valid}
+  {name, OPTION_STRING, var, 0, sizeof(var) - 1, doc, accepted, valid, NULL}
+#define ENUM_OPTION(name, var, doc, names) {name, OPTION_ENUM, &var, 0, 0, doc, NULL, NULL, names}
 
 const option_def_t option_table[] = {
     BOOL_OPTION("abort_conf", opt_abort_conf,
@@ -72,16 +75,16 @@ const option_def_t option_table[] = {
                "Time (ms) over which unused dirty pages are released to the OS; -1 never, 0 at once."),
     NUM_OPTION("muzzy_decay_ms", OPTION_SSIZE, opt_muzzy_decay_ms, -1, 3600000,
                "Time (ms) pages stay lazily freed (MADV_FREE) before release; 0 skips that stage."),
-    STRING_OPTION("arena_select", opt_arena_select,
-                  "How threads spread over arenas: cpu (round-robin, then by CPU, moving away from contention) or least_loaded.",
-                  "cpu or least_loaded", valid_arena_select),
+    ENUM_OPTION("arena_select", opt_arena_select,
+                "How threads spread over arenas: cpu (round-robin, then by CPU, moving away from contention) or least_loaded.",
+                arena_select_names),
     BOOL_OPTION("background_thread", opt_background_thread,
                 "A background thread that releases unused memory while the program is idle."),
     NUM_OPTION("background_thread_auto", OPTION_SIZE, opt_background_thread_auto, 0, (1ull << 40),
                "Start the background thread anyway once an arena holds this many unused bytes (0: never)."),
-    STRING_OPTION("thp", opt_thp,
-                  "Transparent huge pages for arena memory: default (the system's setting), always, never.",
-                  "default, always or never", valid_thp),
+    ENUM_OPTION("thp", opt_thp,
+                "Transparent huge pages for arena memory: default (the system's setting), always, never.",
+                thp_names),
     BOOL_OPTION("junk", opt_junk,
                 "Fill new blocks with 0xa5 and freed blocks with 0x5a (debugging; bypasses the thread cache)."),
     BOOL_OPTION("zero", opt_zero, "Zero every new block (debugging; bypasses the thread cache)."),
@@ -94,22 +97,58 @@ const option_def_t option_table[] = {
 const unsigned option_count = sizeof(option_table) / sizeof(option_table[0]);
 _Static_assert(sizeof(option_table) / sizeof(option_table[0]) <= OPTION_MAX, "raise OPTION_MAX");
 
-static bool valid_arena_select(const char *v, size_t len) {
-  return (len == 3 && memcmp(v, "cpu", 3) == 0) || (len == 12 && memcmp(v, "least_loaded", 12) == 0);
-}
-
-static bool valid_thp(const char *v, size_t len) {
-  return (len == 7 && memcmp(v, "default", 7) == 0) || (len == 6 && memcmp(v, "always", 6) == 0) ||
-         (len == 5 && memcmp(v, "never", 5) == 0);
-}
-
 static bool valid_stats_opts(const char *v, size_t len) {
   for (size_t i = 0; i < len; i++)
     if (strchr("Jgmablxtdeh", v[i]) == NULL || v[i] == '\0') return false;
   return true;
 }
 
-static bool valid_slab_sizes(const char *v, size_t len) { return slab_sizes_valid(v, len); }
+/* ---- slab_sizes: "lo-hi:pages|..." ---- */
+
+static bool parse_decimal(const char **p, const char *end, size_t *out) {
+  size_t v = 0;
+  const char *s = *p;
+  if (s == end || *s < '0' || *s > '9') return false;
+  for (; s < end && *s >= '0' && *s <= '9'; s++) {
+    if (v > ((size_t)1 << 40)) return false;
+    v = v * 10 + (size_t)(*s - '0');
+  }
+  *p = s;
+  *out = v;
+  return true;
+}
+
+static bool expect_char(const char **p, const char *end, char c) {
+  if (*p == end || **p != c) return false;
+  (*p)++;
+  return true;
+}
+
+/* Parses the range at *p (up to end); leaves *p after it and its '|' separator. */
+static bool next_range(const char **p, const char *end, slab_range_t *r) {
+  if (!parse_decimal(p, end, &r->lo) || !expect_char(p, end, '-') || !parse_decimal(p, end, &r->hi) ||
+      !expect_char(p, end, ':') || !parse_decimal(p, end, &r->pages))
+    return false;
+  if (r->lo < 1 || r->lo > r->hi || r->pages < 1) return false;
+  if (*p == end) return true;
+  return expect_char(p, end, '|') && *p != end;
+}
+
+/* Parses v into out[] (at most SLAB_RANGES_MAX ranges); returns the count, or -1. */
+static int parse_slab_ranges(const char *v, size_t len, slab_range_t *out) {
+  const char *p = v, *end = v + len;
+  int n = 0;
+  while (p < end) {
+    if (n == SLAB_RANGES_MAX || !next_range(&p, end, &out[n])) return -1;
+    n++;
+  }
+  return n;
+}
+
+static bool valid_slab_sizes(const char *v, size_t len) {
+  slab_range_t scratch[SLAB_RANGES_MAX];
+  return parse_slab_ranges(v, len, scratch) >= 0;
+}
 
 const option_def_t *option_find(const char *name, size_t len) {
   for (unsigned i = 0; i < option_count; i++)
@@ -201,8 +240,26 @@ static bool set_option(const option_def_t *d, const char *v, size_t vlen) {
     memcpy(d->value, v, vlen);
     ((char *)d->value)[vlen] = '\0';
     return true;
+  case OPTION_ENUM:
+    for (unsigned i = 0; d->names[i] != NULL; i++) {
+      if (strlen(d->names[i]) == vlen && memcmp(d->names[i], v, vlen) == 0) {
+        *(unsigned *)d->value = i;
+        return true;
+      }
+    }
+    return false;
   }
   return false;
+}
+
+const char *option_enum_name(const option_def_t *d) { return d->names[*(const unsigned *)d->value]; }
+
+/* "a, b or c" for an enum's names. */
+static void enum_accepted(const option_def_t *d, char *buf, size_t len, size_t *n) {
+  for (unsigned i = 0; d->names[i] != NULL; i++) {
+    if (i > 0) put(buf, len, n, d->names[i + 1] != NULL ? ", " : " or ", d->names[i + 1] != NULL ? 2 : 4);
+    put(buf, len, n, d->names[i], strlen(d->names[i]));
+  }
 }
 
 static void format_signed(char *buf, long long v) {
@@ -221,6 +278,7 @@ void option_accepted(const option_def_t *d, char *buf, size_t len) {
   if (len < 3) return;
   switch (d->type) {
   case OPTION_BOOL: put(buf, len, &n, "true or false", 13); break;
+  case OPTION_ENUM: enum_accepted(d, buf, len, &n); break;
   case OPTION_STRING:
     if (d->accepted != NULL) {
       put(buf, len, &n, d->accepted, strlen(d->accepted));
@@ -262,7 +320,7 @@ static bool parse_entry(const char *p, size_t len, const char *source) {
   size_t keylen = (size_t)((colon ? colon : p + len) - p);
   const option_def_t *d = option_find(p, keylen);
   if (d == NULL) {
-    complain(source, "unknown option", p, keylen, NULL, 0, "(ignored; see docs/options.md)");
+    complain(source, "unknown option", p, keylen, NULL, 0, "(ignored; see tessera(3))");
     return false;
   }
   if (colon == NULL) {
@@ -276,14 +334,31 @@ static bool parse_entry(const char *p, size_t len, const char *source) {
   return false;
 }
 
+static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+/* Parses the entries of one line, [p, end), with no comment in it. */
+static unsigned parse_line(const char *p, const char *end, const char *source) {
+  unsigned rejected = 0;
+  while (p < end) {
+    const char *stop = memchr(p, ',', (size_t)(end - p));
+    if (stop == NULL) stop = end;
+    const char *a = p, *b = stop;
+    while (a < b && is_space(*a)) a++;
+    while (b > a && is_space(b[-1])) b--;
+    if (b > a && !parse_entry(a, (size_t)(b - a), source)) rejected++;
+    p = stop + 1;
+  }
+  return rejected;
+}
+
 unsigned options_parse(const char *conf, const char *source) {
   unsigned rejected = 0;
-  const char *p = conf;
-  while (*p) {
-    const char *end = strchr(p, ',');
-    if (end == NULL) end = p + strlen(p);
-    if (end > p && !parse_entry(p, (size_t)(end - p), source)) rejected++;
-    p = *end ? end + 1 : end;
+  for (const char *p = conf; *p;) {
+    const char *eol = strchr(p, '\n');
+    if (eol == NULL) eol = p + strlen(p);
+    const char *hash = memchr(p, '#', (size_t)(eol - p)); /* a comment runs to the end of the line */
+    rejected += parse_line(p, hash != NULL ? hash : eol, source);
+    p = *eol ? eol + 1 : eol;
   }
   return rejected;
 }
@@ -296,6 +371,7 @@ void option_format(const option_def_t *d, char *buf, size_t len) {
   case OPTION_UNSIGNED: s = format_dec(tmp, *(unsigned *)d->value); break;
   case OPTION_SIZE: s = format_dec(tmp, *(size_t *)d->value); break;
   case OPTION_SSIZE: format_signed(tmp, (long long)*(ssize_t *)d->value); s = tmp; break;
+  case OPTION_ENUM: s = option_enum_name(d); break;
   default: s = (const char *)d->value; break;
   }
   size_t n = strlen(s);
@@ -311,21 +387,80 @@ static void capture_defaults(void) {
     option_format(&option_table[i], default_text[i], sizeof(default_text[i]));
 }
 
+/* jemalloc's config sources. Programs written for jemalloc set them; tessera honours the
+ * options it shares with jemalloc (same names, same meaning) and names the others in
+ * one line instead of a line each: they are jemalloc's, not mistakes. */
+extern const char *malloc_conf __attribute__((weak));
+
+static void parse_jemalloc_conf(const char *conf, const char *source) {
+  char unknown[256];
+  size_t n = 0;
+  for (const char *p = conf; *p;) {
+    const char *end = p;
+    while (*end && *end != ',') end++;
+    const char *colon = memchr(p, ':', (size_t)(end - p));
+    size_t keylen = (size_t)((colon ? colon : end) - p);
+    if (option_find(p, keylen) != NULL) {
+      parse_entry(p, (size_t)(end - p), source); /* counts what it rejects */
+    } else if (end > p) {
+      if (n > 0) put(unknown, sizeof(unknown), &n, ", ", 2);
+      put(unknown, sizeof(unknown), &n, p, keylen);
+    }
+    p = *end ? end + 1 : end;
+  }
+  if (n == 0) return;
+  unknown[n] = '\0';
+  os_write_stderr("tessera: ");
+  os_write_stderr(source);
+  os_write_stderr(": ignoring jemalloc options tessera does not have: ");
+  os_write_stderr(unknown);
+  os_write_stderr(" (tessera reads TESSERA_CONF; see tessera(3))\n");
+}
+
+/* One line for two options whose values contradict each other, and what is kept. */
+static void contradiction(const char *a, const char *b, const char *outcome) {
+  char line[400];
+  size_t n = 0;
+  put(line, sizeof(line), &n, "tessera: contradictory options '", 32);
+  put(line, sizeof(line), &n, a, strlen(a));
+  put(line, sizeof(line), &n, "' and '", 7);
+  put(line, sizeof(line), &n, b, strlen(b));
+  put(line, sizeof(line), &n, "' (", 3);
+  put(line, sizeof(line), &n, outcome, strlen(outcome));
+  put(line, sizeof(line), &n, ")", 1);
+  line[n++] = '\n';
+  line[n] = '\0';
+  os_write_stderr(line);
+  rejected_total++;
+}
+
+static void check_consistency(void) {
+  if (opt_tcache_nslots_small_min > opt_tcache_nslots_small_max) {
+    char a[64] = "tcache_nslots_small_min:", b[64] = "tcache_nslots_small_max:";
+    format_dec(a + strlen(a), opt_tcache_nslots_small_min);
+    format_dec(b + strlen(b), opt_tcache_nslots_small_max);
+    contradiction(a, b, "the minimum is above the maximum; using the maximum for both");
+    opt_tcache_nslots_small_min = opt_tcache_nslots_small_max;
+  }
+  if (opt_junk && opt_zero) {
+    contradiction("junk:true", "zero:true", "new blocks cannot be both; new blocks are zeroed, freed ones junk-filled");
+  }
+}
+
+static void read_config_file(const char *path, char *buf, size_t len) {
+  if (os_read_config_file(path, buf, len)) options_parse(buf, path);
+}
+
 void options_init(void) {
   static char buf[4096];
   capture_defaults();
   options_parse(TESSERA_CONF_DEFAULT, "built-in default");
+  if (&malloc_conf != NULL && malloc_conf != NULL) parse_jemalloc_conf(malloc_conf, "malloc_conf");
+  if (os_getenv("MALLOC_CONF", buf, sizeof(buf))) parse_jemalloc_conf(buf, "MALLOC_CONF");
   if (&tessera_conf != NULL && tessera_conf != NULL) options_parse(tessera_conf, "tessera_conf");
-  if (os_read_config_file("/etc/tessera.conf", buf, sizeof(buf))) {
-    size_t n = strlen(buf);
-    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ')) buf[--n] = '\0';
-    options_parse(buf, "/etc/tessera.conf");
-  }
+  read_config_file("/etc/tessera.conf", buf, sizeof(buf));
   if (os_getenv("TESSERA_CONF", buf, sizeof(buf))) options_parse(buf, "TESSERA_CONF");
+  check_consistency();
+  opt_slab_nranges = (unsigned)parse_slab_ranges(opt_slab_sizes, strlen(opt_slab_sizes), opt_slab_ranges);
   if (opt_abort_conf && rejected_total > 0) fatal("aborting on a bad option (abort_conf:true)");
-  if (opt_tcache_nslots_small_min > opt_tcache_nslots_small_max)
-    opt_tcache_nslots_small_min = opt_tcache_nslots_small_max;
-  /* The class table was derived before the options were read: slab_sizes may change it.
-   * Nothing has been allocated yet, so it can still change. */
-  if (opt_slab_sizes[0] != '\0') size_class_init();
 }

@@ -2,6 +2,9 @@
 #include "os.h"
 
 #include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <string.h>
@@ -160,4 +163,63 @@ bool os_read_config_file(const char *path, char *buf, size_t buflen) {
   }
   errno = saved;
   return found;
+}
+
+/* ---- threads and synchronisation ---- */
+
+uint32_t os_thread_id(void) { return (uint32_t)syscall(SYS_gettid); }
+
+void os_futex_wait(_Atomic uint32_t *word, uint32_t expected) {
+  int saved = errno;
+  syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+  errno = saved;
+}
+
+void os_futex_wake_one(_Atomic uint32_t *word) {
+  int saved = errno;
+  syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+  errno = saved;
+}
+
+void os_yield(void) { sched_yield(); }
+
+void os_sleep_ns(uint64_t ns) {
+  struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+  int saved = errno;
+  nanosleep(&ts, NULL);
+  errno = saved;
+}
+
+static void *service_thread_main(void *arg) {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals are for the program's threads */
+  ((void (*)(void))arg)();
+  return NULL;
+}
+
+bool os_start_service_thread(void (*main_fn)(void), const char *name) {
+  pthread_attr_t attr;
+  pthread_t thread;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_attr_setstacksize(&attr, 64 * 1024);
+  int saved = errno;
+  /* A function pointer travels as the thread's argument: POSIX allows the conversion
+   * on every platform that has dlsym. */
+  int err = pthread_create(&thread, &attr, service_thread_main, (void *)main_fn);
+  pthread_attr_destroy(&attr);
+  if (err == 0) pthread_setname_np(thread, name);
+  errno = saved;
+  return err == 0;
+}
+
+static pthread_key_t exit_key;
+
+bool os_thread_exit_hook_init(void (*hook)(void *)) { return pthread_key_create(&exit_key, hook) == 0; }
+
+void os_thread_exit_hook_arm(void *arg) { pthread_setspecific(exit_key, arg); }
+
+bool os_at_fork(void (*prepare)(void), void (*parent)(void), void (*child)(void)) {
+  return pthread_atfork(prepare, parent, child) == 0;
 }

@@ -6,6 +6,7 @@
 #ifndef TESSERA_OS_H
 #define TESSERA_OS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,5 +50,27 @@ bool os_getenv(const char *name, char *buf, size_t buflen);
 /* Reads up to buflen-1 bytes of a file (following a symlink's target as a string if
  * the path is a symlink whose target is not a file) into buf. Returns false if absent. */
 bool os_read_config_file(const char *path, char *buf, size_t buflen);
+
+/* ---- threads and synchronisation ---- */
+
+/* The kernel's id of the calling thread (positive, below 2^30). */
+uint32_t os_thread_id(void);
+/* Sleeps while *word == expected (or until woken; spurious returns are allowed). */
+void os_futex_wait(_Atomic uint32_t *word, uint32_t expected);
+/* Wakes one thread sleeping on word. */
+void os_futex_wake_one(_Atomic uint32_t *word);
+void os_yield(void);
+void os_sleep_ns(uint64_t ns);
+/* Starts a detached thread with a small stack and every signal blocked, named name
+ * (15 characters at most), running main_fn. False if the system refused. May allocate
+ * (the thread library's own bookkeeping): call with no allocator lock held. */
+bool os_start_service_thread(void (*main_fn)(void), const char *name);
+/* The hook called with arg when a thread that armed it exits (one for the process:
+ * init once, then each thread arms it with its own arg; NULL disarms). Arming may
+ * allocate (the thread library's key storage). */
+bool os_thread_exit_hook_init(void (*hook)(void *));
+void os_thread_exit_hook_arm(void *arg);
+/* Registers fork handlers (pthread_atfork). May allocate. */
+bool os_at_fork(void (*prepare)(void), void (*parent)(void), void (*child)(void));
 
 #endif

@@ -1,7 +1,5 @@
 #include "size_class.h"
 
-#include <string.h>
-
 #include "options.h"
 
 class_info_t class_infos[NCACHED_MAX];
@@ -24,8 +22,8 @@ unsigned size_to_class_compute(size_t size) {
 /*
  * Slab size: the number of pages p whose p*PAGE divides into regions with the least
  * waste, preferring fewer pages when the waste is within 1/128 of the best. At least
- * 4 pages (16 KiB), so that refills and flushes need a new slab rarely
- * (seed 004: jemalloc's one-page slabs for 128-1024 B cost it fills); at most
+ * 4 pages (16 KiB), so that refills and flushes need a new slab rarely (one-page slabs
+ * for 128-1024 B make jemalloc's fills and flushes frequent for those classes); at most
  * SLAB_MAX_PAGES, and never more than SLAB_MAX_REGIONS regions.
  */
 static void choose_slab(class_info_t *ci) {
@@ -44,50 +42,6 @@ static void choose_slab(class_info_t *ci) {
   ci->nregs = (uint32_t)(best_pages * PAGE / size);
 }
 
-/* ---- slab_sizes: "lo-hi:pages|..." ---- */
-
-typedef struct slab_range {
-  size_t lo, hi, pages;
-} slab_range_t;
-
-static bool parse_decimal(const char **p, const char *end, size_t *out) {
-  size_t v = 0;
-  const char *s = *p;
-  if (s == end || *s < '0' || *s > '9') return false;
-  for (; s < end && *s >= '0' && *s <= '9'; s++) {
-    if (v > ((size_t)1 << 40)) return false;
-    v = v * 10 + (size_t)(*s - '0');
-  }
-  *p = s;
-  *out = v;
-  return true;
-}
-
-static bool expect_char(const char **p, const char *end, char c) {
-  if (*p == end || **p != c) return false;
-  (*p)++;
-  return true;
-}
-
-/* Parses the range at *p (up to end); leaves *p after it and its '|' separator. */
-static bool next_range(const char **p, const char *end, slab_range_t *r) {
-  if (!parse_decimal(p, end, &r->lo) || !expect_char(p, end, '-') || !parse_decimal(p, end, &r->hi) ||
-      !expect_char(p, end, ':') || !parse_decimal(p, end, &r->pages))
-    return false;
-  if (r->lo < 1 || r->lo > r->hi || r->pages < 1) return false;
-  if (*p == end) return true;
-  return expect_char(p, end, '|') && *p != end;
-}
-
-bool slab_sizes_valid(const char *s, size_t len) {
-  const char *p = s, *end = s + len;
-  slab_range_t r;
-  if (len == 0) return true;
-  while (p < end)
-    if (!next_range(&p, end, &r)) return false;
-  return true;
-}
-
 /* A slab of `pages` pages for class ci, clamped to what a slab can be: room for one
  * region at least, SLAB_MAX_PAGES and SLAB_MAX_REGIONS at most. */
 static void set_slab_pages(class_info_t *ci, size_t pages) {
@@ -100,13 +54,13 @@ static void set_slab_pages(class_info_t *ci, size_t pages) {
   ci->nregs = (uint32_t)(pages * PAGE / ci->size);
 }
 
-static void apply_slab_sizes(const char *s) {
-  const char *p = s, *end = s + strlen(s);
-  slab_range_t r;
-  if (!slab_sizes_valid(s, (size_t)(end - s))) return;
-  while (p < end && next_range(&p, end, &r))
+/* slab_sizes: each range in order, later ones winning. */
+static void apply_slab_ranges(void) {
+  for (unsigned k = 0; k < opt_slab_nranges; k++) {
+    const slab_range_t *r = &opt_slab_ranges[k];
     for (unsigned c = 0; c < NSMALL; c++)
-      if (class_infos[c].size >= r.lo && class_infos[c].size <= r.hi) set_slab_pages(&class_infos[c], r.pages);
+      if (class_infos[c].size >= r->lo && class_infos[c].size <= r->hi) set_slab_pages(&class_infos[c], r->pages);
+  }
 }
 
 void size_class_init(void) {
@@ -125,5 +79,5 @@ void size_class_init(void) {
     size_t size = i << 4;
     class_of_lookup[i] = (uint8_t)size_to_class_compute(size == 0 ? 1 : size);
   }
-  apply_slab_sizes(opt_slab_sizes);
+  apply_slab_ranges();
 }

@@ -26,11 +26,9 @@ extern INTERNAL class_info_t class_infos[NCACHED_MAX];
 /* class_of_lookup[(size + 15) >> 4]: the class of any size up to LOOKUP_MAX. */
 extern INTERNAL uint8_t class_of_lookup[(LOOKUP_MAX >> 4) + 1];
 
-/* Derives the table; applies opt_slab_sizes (options.h) to the small classes' slabs. */
+/* Derives the table; applies the slab_sizes option (options.h) to the small classes'
+ * slabs. Called once the options are read, before anything is allocated. */
 void size_class_init(void);
-/* True when s (len bytes) is a valid slab_sizes value: "lo-hi:pages" ranges separated by
- * '|', decimal numbers, 1 <= lo <= hi, pages >= 1. */
-bool slab_sizes_valid(const char *s, size_t len);
 /* The class index of any size >= 1 (the smallest class whose size is >= size). */
 unsigned size_to_class_compute(size_t size);
 /* The size of class index c (any index, small or large). */

@@ -1,37 +1,25 @@
 #include "tcache.h"
 
-#include <pthread.h>
 #include <string.h>
 
-#include <errno.h>
-
 #include "arena.h"
-#include "base.h"
 #include "bin.h"
-#include "control.h"
-#include "internal.h"
+#include "config.h"
 #include "lock.h"
 #include "options.h"
 #include "os.h"
 #include "pagemap.h"
 #include "size_class.h"
 
-__thread tcache_t *tls_tcache __attribute__((tls_model("initial-exec"))) = &tcache_empty;
-__thread uint8_t tls_thread_state __attribute__((tls_model("initial-exec")));
-static __thread arena_t *tls_arena __attribute__((tls_model("initial-exec")));
-/* Set when the program bound the thread (thread.arena): it then never moves. */
-static __thread bool tls_arena_pinned __attribute__((tls_model("initial-exec")));
-tcache_t tcache_empty;
-
-static pthread_key_t exit_key;
 static _Atomic size_t tcache_mapped; /* bytes mapped for live thread caches (metadata) */
 
 size_t tcache_mapped_bytes(void) { return atomic_load_explicit(&tcache_mapped, memory_order_relaxed); }
 static lock_t registry_lock;
 static tcache_t *registry;
 
-/* Blocks kept per bin (seed 004): small classes (slab regions << 1) clamped to
- * [tcache_nslots_small_min, tcache_nslots_small_max]; cached large classes a few. */
+/* Blocks kept per bin: a small class holds (regions per slab) << lg_tcache_nslots_mul,
+ * clamped to [tcache_nslots_small_min, tcache_nslots_small_max] (jemalloc's rule: a
+ * fill or a flush then moves about a slab's worth); a cached large class a few. */
 #define TCACHE_NSLOTS_LARGE 8
 
 static unsigned bin_capacity(unsigned c) {
@@ -46,6 +34,16 @@ static unsigned bin_capacity(unsigned c) {
 
 static void thread_exit(void *arg);
 
+/* Debug build: a bin's head lies within its stack, the empty position holds the NULL
+ * sentinel, and the low-16-bit marks match the stack's ends. */
+static void check_bin(const cache_bin_t *b) {
+  if (!config_debug || b->capacity == 0) return;
+  tessera_assert(b->head >= b->slots && b->head <= b->slots + b->capacity);
+  tessera_assert(b->slots[b->capacity] == NULL);
+  tessera_assert(b->low_empty == (uint16_t)(uintptr_t)(b->slots + b->capacity));
+  tessera_assert(b->low_full == (uint16_t)(uintptr_t)b->slots);
+}
+
 _Static_assert(offsetof(tcache_t, bins) == 0, "the free map stores bin offsets from the tcache's start");
 
 uint16_t tcache_bin_offset_of_size[(LOOKUP_MAX >> 4) + 1];
@@ -54,14 +52,14 @@ bool tcache_boot(void) {
   lock_init(&registry_lock);
   for (size_t i = 0; i <= LOOKUP_MAX >> 4; i++)
     tcache_bin_offset_of_size[i] = (uint16_t)offsetof(tcache_t, bins[class_of_lookup[i] + 1]);
-  return pthread_key_create(&exit_key, thread_exit) == 0;
+  return os_thread_exit_hook_init(thread_exit);
 }
 
 arena_t *thread_arena(void) {
-  if (likely(tls_arena != NULL)) return tls_arena;
+  if (likely(tls_thread.arena != NULL)) return tls_thread.arena;
   arena_t *a = arena_choose_for_new_thread();
   atomic_fetch_add(&a->nthreads, 1);
-  tls_arena = a;
+  tls_thread.arena = a;
   return a;
 }
 
@@ -132,23 +130,21 @@ static tcache_t *tcache_create(void) {
 }
 
 tcache_t *tcache_get(void) {
-  if (tls_tcache != &tcache_empty) return tls_tcache;
-  if (tls_thread_state != THREAD_NEW || !opt_tcache) return NULL;
-  tls_thread_state = THREAD_CREATING; /* allocations from here on bypass the cache */
+  if (tls_thread.tcache != &tcache_empty) return tls_thread.tcache;
+  if (tls_thread.cache_state != THREAD_NEW || !opt_tcache) return NULL;
+  tls_thread.cache_state = THREAD_CREATING; /* allocations from here on bypass the cache */
   tcache_t *tc = tcache_create();
   if (tc == NULL) {
-    tls_thread_state = THREAD_NEW;
+    tls_thread.cache_state = THREAD_NEW;
     return NULL;
   }
-  /* Registers the exit hook; may itself allocate (glibc's key storage), which is fine:
-   * such calls see THREAD_CREATING and go straight to the arena. */
-  pthread_setspecific(exit_key, tc);
-  tls_tcache = tc;
-  tls_thread_state = THREAD_ACTIVE;
+  /* Arms the exit hook; may itself allocate (glibc's key storage), which is fine: such
+   * calls see THREAD_CREATING and go straight to the arena. */
+  os_thread_exit_hook_arm(tc);
+  tls_thread.tcache = tc;
+  tls_thread.cache_state = THREAD_ACTIVE;
   return tc;
 }
-
-unsigned control_thread_arena_get(void) { return thread_arena()->index; }
 
 /* Moves the calling thread to arena a (its cached blocks go back to their own arenas
  * whenever they are flushed). */
@@ -157,20 +153,26 @@ static void rebind(arena_t *a) {
   if (old == a) return;
   atomic_fetch_sub(&old->nthreads, 1);
   atomic_fetch_add(&a->nthreads, 1);
-  tls_arena = a;
-  if (tls_tcache != &tcache_empty) tls_tcache->arena = a;
+  tls_thread.arena = a;
+  if (tls_thread.tcache != &tcache_empty) tls_thread.tcache->arena = a;
+}
+
+void thread_bind_arena(arena_t *a) {
+  tls_thread.arena_pinned = true;
+  rebind(a);
 }
 
 /*
- * Seed 000's balance rule, applied where a cached thread meets its arena (a refill):
- * the thread keeps its arena while it was the last thread to refill there, or while
- * the bin's lock is free; otherwise another thread is working in the same arena right
- * now, and the thread moves to the arena of the CPU it runs on.
+ * Arena balance, applied where a cached thread meets its arena (a refill): the thread
+ * keeps its arena while it was the last thread to refill there, or while the bin's lock
+ * is free; otherwise another thread is working in the same arena right now, and the
+ * thread moves to the arena of the CPU it runs on. (This is the rule Mozilla's jemalloc
+ * used to balance threads over one arena per CPU instead of four.)
  */
 static arena_t *refill_arena(tcache_t *tc, unsigned c) {
   arena_t *a = tc->arena;
   uintptr_t me = thread_marker();
-  if (!arena_select_least_loaded && !tls_arena_pinned && narenas_limit > 1 &&
+  if (opt_arena_select == ARENA_SELECT_CPU && !tls_thread.arena_pinned && narenas_limit > 1 &&
       atomic_load_explicit(&a->last_refiller, memory_order_relaxed) != me &&
       atomic_load_explicit(&a->bins[c].lock.state, memory_order_relaxed) != 0) {
     arena_t *mine = arena_for_cpu();
@@ -184,23 +186,14 @@ static arena_t *refill_arena(tcache_t *tc, unsigned c) {
   return a;
 }
 
-int control_thread_arena_set(unsigned index) {
-  if (!malloc_initialized()) tessera_free_internal(tessera_malloc_internal(1));
-  if (index >= arenas_count()) return EINVAL;
-  arena_t *a = index < narenas_limit ? arena_get(index) : arenas[index];
-  if (a == NULL) return EAGAIN;
-  tls_arena_pinned = true;
-  rebind(a);
-  return 0;
+void tcache_flush_thread(void) {
+  if (tls_thread.tcache != &tcache_empty) tcache_flush_all(tls_thread.tcache);
 }
 
-void control_thread_tcache_flush(void) {
-  if (tls_tcache != &tcache_empty) tcache_flush_all(tls_tcache);
-}
-
-void control_thread_counters(uint64_t *allocated, uint64_t *deallocated) {
-  thread_direct_counters(allocated, deallocated);
-  tcache_t *tc = tls_tcache;
+void tcache_thread_counters(uint64_t *allocated, uint64_t *deallocated) {
+  *allocated = tls_thread.direct_allocated;
+  *deallocated = tls_thread.direct_deallocated;
+  tcache_t *tc = tls_thread.tcache;
   if (tc == &tcache_empty) return;
   for (unsigned c = 0; c < NCACHED_MAX; c++) {
     *allocated += tcache_bin(tc, c)->nmalloc * class_infos[c].size;
@@ -253,6 +246,7 @@ void *tcache_alloc_refill(tcache_t *tc, unsigned c) {
   b->head = batch + 1;
   b->nfilled += got;
   b->nmalloc++;
+  check_bin(b);
   return batch[0];
 }
 
@@ -261,6 +255,8 @@ void *tcache_alloc_refill(tcache_t *tc, unsigned c) {
 static void flush_oldest(tcache_t *tc, unsigned c, unsigned n) {
   cache_bin_t *b = tcache_bin(tc, c);
   unsigned count = cache_bin_count(b);
+  check_bin(b);
+  tessera_assert(n >= 1 && n <= count);
   void **items = b->slots + b->capacity - n;
   unsigned left = n;
   if (c < NSMALL) {
@@ -276,16 +272,19 @@ static void flush_oldest(tcache_t *tc, unsigned c, unsigned n) {
   memmove(b->head + n, b->head, (count - n) * sizeof(void *));
   b->head += n;
   b->nflushed += n;
+  check_bin(b);
 }
 
 void tcache_free_slow(tcache_t *tc, unsigned c, void *p) {
   tcache_gc_tick(tc);
   cache_bin_t *b = tcache_bin(tc, c);
+  check_bin(b);
   if (b->head == b->slots) { /* full: the oldest half goes back */
     unsigned count = cache_bin_count(b);
     flush_oldest(tc, c, count - count / 2);
   }
   *--b->head = p;
+  check_bin(b);
 }
 
 void tcache_flush_all(tcache_t *tc) {
@@ -297,8 +296,8 @@ void tcache_flush_all(tcache_t *tc) {
 
 /* Returns every cached block and the cache itself; state is what the thread becomes. */
 static void tcache_destroy(tcache_t *tc, uint8_t state) {
-  tls_thread_state = state; /* from now on this thread bypasses the cache */
-  tls_tcache = &tcache_empty;
+  tls_thread.cache_state = state; /* from now on this thread bypasses the cache */
+  tls_thread.tcache = &tcache_empty;
   tcache_flush_all(tc);
   /* Keep the exited thread's request counts: stats add them to the live caches'. */
   for (unsigned c = 0; c < NSMALL; c++) {
@@ -312,25 +311,25 @@ static void tcache_destroy(tcache_t *tc, uint8_t state) {
   else registry = tc->next;
   if (tc->next) tc->next->prev = tc->prev;
   lock_release(&registry_lock);
-  if (state == THREAD_EXITED && tls_arena != NULL) atomic_fetch_sub(&tls_arena->nthreads, 1);
+  if (state == THREAD_EXITED && tls_thread.arena != NULL) atomic_fetch_sub(&tls_thread.arena->nthreads, 1);
   pool_give(tc);
 }
 
 static void thread_exit(void *arg) { tcache_destroy(arg, THREAD_EXITED); }
 
-bool control_thread_tcache_enabled(void) {
-  return opt_tcache && (tls_tcache != &tcache_empty || tls_thread_state == THREAD_NEW);
+bool tcache_thread_enabled(void) {
+  return opt_tcache && (tls_thread.tcache != &tcache_empty || tls_thread.cache_state == THREAD_NEW);
 }
 
-void control_thread_tcache_enable(bool enable) {
-  if (!enable && tls_tcache != &tcache_empty) {
-    tcache_t *tc = tls_tcache;
-    pthread_setspecific(exit_key, NULL); /* nothing left for the exit hook */
+void tcache_thread_enable(bool enable) {
+  if (!enable && tls_thread.tcache != &tcache_empty) {
+    tcache_t *tc = tls_thread.tcache;
+    os_thread_exit_hook_arm(NULL); /* nothing left for the exit hook */
     tcache_destroy(tc, THREAD_CACHE_OFF);
-  } else if (!enable && tls_thread_state == THREAD_NEW) {
-    tls_thread_state = THREAD_CACHE_OFF;
-  } else if (enable && tls_thread_state == THREAD_CACHE_OFF) {
-    tls_thread_state = THREAD_NEW; /* the next slow path creates a cache */
+  } else if (!enable && tls_thread.cache_state == THREAD_NEW) {
+    tls_thread.cache_state = THREAD_CACHE_OFF;
+  } else if (enable && tls_thread.cache_state == THREAD_CACHE_OFF) {
+    tls_thread.cache_state = THREAD_NEW; /* the next slow path creates a cache */
   }
 }
 
@@ -347,8 +346,8 @@ void tcache_fork_child(void) {
   /* Only the forking thread lives on in the child; the other threads' caches stay
    * allocated (their blocks are lost to the child, as with every thread-caching
    * allocator) but are dropped from the registry. */
-  tcache_t *mine = tls_tcache != &tcache_empty ? tls_tcache : NULL;
+  tcache_t *mine = tls_thread.tcache != &tcache_empty ? tls_thread.tcache : NULL;
   registry = mine;
   if (mine) mine->next = mine->prev = NULL;
-  if (tls_arena != NULL) atomic_store(&tls_arena->nthreads, 1);
+  if (tls_thread.arena != NULL) atomic_store(&tls_thread.arena->nthreads, 1);
 }

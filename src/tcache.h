@@ -1,19 +1,15 @@
 /*
- * Thread caches. Each thread's tls_tcache starts pointing at tcache_empty, whose bins
- * all have capacity 0: the fast paths need no "initialised?" test, the first malloc
- * and free simply fall into the slow path, which creates the real cache.
+ * Thread caches: per thread, one stack of free blocks (a cache bin) per cached class.
+ * The fast paths (alloc.c, free.c) touch only the calling thread's cache; its slow
+ * paths fill a bin from the arena and flush half of a full one back, and an incremental
+ * GC returns what idle bins hold. A thread starts with tcache_empty (thread.h), so the
+ * fast paths need no "initialised?" test.
  */
 #ifndef TESSERA_TCACHE_H
 #define TESSERA_TCACHE_H
 
+#include "thread.h"
 #include "types.h"
-
-extern __thread tcache_t *tls_tcache __attribute__((tls_model("initial-exec")));
-extern tcache_t tcache_empty;
-
-/* Per-thread state, for the slow paths. */
-enum { THREAD_NEW = 0, THREAD_CREATING, THREAD_ACTIVE, THREAD_EXITED, THREAD_CACHE_OFF };
-extern __thread uint8_t tls_thread_state __attribute__((tls_model("initial-exec")));
 
 /* The bin of class c (bins are indexed by page-map code, c + 1). */
 static inline cache_bin_t *tcache_bin(tcache_t *tc, unsigned c) { return &tc->bins[c + 1]; }
@@ -37,15 +33,28 @@ size_t tcache_mapped_bytes(void);
 /* The calling thread's cache, created if possible; NULL when the thread cannot have
  * one (tcache disabled, the thread is exiting, or we are inside cache creation). */
 tcache_t *tcache_get(void);
-/* The arena the calling thread allocates from. */
+/* The arena the calling thread allocates from (chosen on first use). */
 arena_t *thread_arena(void);
+/* The arena for an allocation by a thread whose cache is tc (NULL: none). */
+static inline arena_t *current_arena(tcache_t *tc) { return tc != NULL ? tc->arena : thread_arena(); }
+/* thread.arena: binds the calling thread to arena a for good (it never moves again). */
+void thread_bind_arena(arena_t *a);
 
 /* Slow paths of the fast paths in malloc.c. */
 void *tcache_alloc_refill(tcache_t *tc, unsigned c);
 /* Pushes p onto bin c (which caches), first flushing the oldest half if it is full. */
 void tcache_free_slow(tcache_t *tc, unsigned c, void *p);
-/* Returns every cached block of the calling thread to its arena. */
+/* Returns every cached block of tc to its arena. */
 void tcache_flush_all(tcache_t *tc);
+/* thread.tcache.flush: the calling thread's cache, if it has one. */
+void tcache_flush_thread(void);
+/* thread.tcache.enabled: whether the calling thread uses a cache; turning it off
+ * returns every cached block first. */
+bool tcache_thread_enabled(void);
+void tcache_thread_enable(bool enable);
+/* thread.allocated / thread.deallocated: bytes (usable sizes) the calling thread has
+ * allocated and freed since it started. */
+void tcache_thread_counters(uint64_t *allocated, uint64_t *deallocated);
 
 void tcache_fork_prepare(void);
 void tcache_fork_parent(void);

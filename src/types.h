@@ -57,6 +57,17 @@
  * last one also counts everything bigger, from 2^40 bytes up). */
 #define NLARGE_CLASSES 136
 
+/* Every arena at once, for the control interface's index (jemalloc's MALLCTL_ARENAS_ALL). */
+#define ARENAS_ALL 4096u
+
+/* x rounded up to a multiple of align (a power of two); x + align - 1 must not overflow. */
+static inline size_t align_up(size_t x, size_t align) { return (x + align - 1) & ~(align - 1); }
+
+/* Large blocks start above SMALL_MAX: a large request for fewer bytes (an alignment
+ * beyond a page, or an explicit arena) is raised to the first large size, so that its
+ * pages never carry a slab class's page-map code. */
+static inline size_t large_request(size_t size) { return size <= SMALL_MAX ? SMALL_MAX + 1 : size; }
+
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 #define INTERNAL __attribute__((visibility("hidden")))
@@ -90,7 +101,7 @@ typedef struct extent {
   size_t npages;      /* size in pages, >= 1 */
   struct arena *arena;
   uint8_t state;      /* extent_state_t */
-  uint8_t bin;        /* slab: its class */
+  uint8_t class_id;   /* slab: its size class */
   uint8_t has_bitmap; /* the record has room for a full slab bitmap */
   /* pairing-heap links (free-extent sets and a bin's non-full slabs; never both) */
   struct extent *heap_child;

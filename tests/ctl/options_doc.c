@@ -20,6 +20,7 @@ static const char *type_name(option_type_t t) {
   case OPTION_SIZE: return "size_t";
   case OPTION_SSIZE: return "ssize_t";
   case OPTION_STRING: return "string";
+  case OPTION_ENUM: return "enum";
   }
   return "?";
 }
@@ -42,15 +43,21 @@ static size_t generate(char *out, size_t cap) {
   OUT("<!-- Generated from the options table in src/options.c by tests/ctl/options_doc.c\n"
       "     (cmake --build <build> --target options-doc); the ctl.options_doc test checks it. -->\n\n");
   OUT("tessera reads `key:value` pairs separated by commas from, later overriding earlier:\n"
-      "the compiled-in default (`TESSERA_CONF_DEFAULT`), a `tessera_conf` string the program\n"
-      "defines (`const char *tessera_conf = \"narenas:4\";`), the file `/etc/tessera.conf` (or,\n"
-      "if it is a symlink, its target as the string, like jemalloc's `/etc/malloc.conf`), and\n"
-      "the `TESSERA_CONF` environment variable (ignored for setuid and setgid programs).\n\n"
+      "the compiled-in default (`TESSERA_CONF_DEFAULT`); jemalloc's `malloc_conf` symbol and\n"
+      "`MALLOC_CONF` environment variable, of which the options tessera shares with jemalloc\n"
+      "(same name, same meaning) are honoured and the others named in one warning line; a\n"
+      "`tessera_conf` string the program defines (`const char *tessera_conf = \"narenas:4\";`);\n"
+      "the file `/etc/tessera.conf` (entries separated by commas or newlines, `#` starting a\n"
+      "comment that runs to the end of the line; or, if it is a symlink, its target as the\n"
+      "string, like jemalloc's `/etc/malloc.conf`); and the `TESSERA_CONF` environment\n"
+      "variable. The two environment variables are ignored for setuid and setgid programs.\n\n"
       "A bad key or value prints one line on stderr naming the source, the key, the value and\n"
-      "what is accepted, and keeps the previous value; with `abort_conf:true` (from any\n"
-      "source) the process aborts once every source has been read. Numbers accept k, m and g\n"
-      "suffixes. Every option can be read back as `opt.<name>` through `tessera_ctl`\n"
-      "(docs/ctl.md), and the statistics print them in their header.\n\n");
+      "what is accepted, and keeps the previous value; so do two options that contradict each\n"
+      "other (`tcache_nslots_small_min` above `tcache_nslots_small_max`, `junk:true` with\n"
+      "`zero:true`), naming what is kept. With `abort_conf:true` (from any source) the\n"
+      "process aborts once every source has been read. Numbers accept k, m and g suffixes\n"
+      "within their range. Every option can be read back as `opt.<name>` through\n"
+      "`tessera_ctl` (docs/ctl.md), and the statistics print them in their header.\n\n");
   OUT("| option | type | default | accepted | description |\n| --- | --- | --- | --- | --- |\n");
   for (unsigned i = 0; i < option_count; i++) {
     const option_def_t *d = &option_table[i];

@@ -24,42 +24,42 @@
  * RLIMIT_AS: a program that lowers the limit while running should run with
  * free_map:false.
  */
-#ifndef TESSERA_FASTMAP_H
-#define TESSERA_FASTMAP_H
+#ifndef TESSERA_FREE_MAP_H
+#define TESSERA_FREE_MAP_H
 
 #include "types.h"
 
-#define FASTMAP_LG_PAGES 32
+#define FREE_MAP_LG_PAGES 32
 
-typedef struct fastmap_entry {
+typedef struct free_map_entry {
   uint32_t to_offset;
-  uint32_t bin;
-} fastmap_entry_t;
+  uint32_t cache_bin_offset;
+} free_map_entry_t;
 
 /* Hidden, so that free reads them straight, not through the GOT. */
 /* The mask is a plain word, not _Atomic, so that free can AND it straight from memory;
  * it changes at most twice (on at start-up, off for good), by aligned word stores. */
-extern INTERNAL uintptr_t fastmap_mask; /* (1 << FASTMAP_LG_PAGES) - 1, or 0 when off */
-extern INTERNAL fastmap_entry_t *fastmap_entries;
+extern INTERNAL uintptr_t free_map_mask; /* (1 << FREE_MAP_LG_PAGES) - 1, or 0 when off */
+extern INTERNAL free_map_entry_t *free_map_entries;
 
-static inline const fastmap_entry_t *fastmap_lookup(uintptr_t addr) {
-  return &fastmap_entries[(addr >> LG_PAGE) & fastmap_mask];
+static inline const free_map_entry_t *free_map_lookup(uintptr_t addr) {
+  return &free_map_entries[(addr >> LG_PAGE) & free_map_mask];
 }
 
 /* The offset of addr from the start of its block, given its page's entry. */
-static inline uint32_t fastmap_block_offset(const fastmap_entry_t *e, uintptr_t addr) {
+static inline uint32_t free_map_block_offset(const free_map_entry_t *e, uintptr_t addr) {
   return (uint32_t)(addr + e->to_offset);
 }
 
 /* Reserves the array; leaves the map off if the OS refuses. */
-void fastmap_boot(void);
+void free_map_boot(void);
 /* Marks the pages of a block of cached class c (code c + 1): every page of a slab, the
  * first page of a large block. Code 0 clears them (a block not of a cached class). */
-void fastmap_set_block(uintptr_t addr, size_t npages, bool slab, unsigned code);
-/* Clears what fastmap_set_block wrote. */
-void fastmap_clear_block(uintptr_t addr, size_t npages, bool slab);
-bool fastmap_enabled(void);
+void free_map_set_block(uintptr_t addr, size_t npages, bool slab, unsigned code);
+/* Clears what free_map_set_block wrote. */
+void free_map_clear_block(uintptr_t addr, size_t npages, bool slab);
+bool free_map_enabled(void);
 /* Bytes of the array ever written (resident): counted as metadata. */
-size_t fastmap_mapped_bytes(void);
+size_t free_map_mapped_bytes(void);
 
 #endif

@@ -1,51 +1,51 @@
-#include "fastmap.h"
+#include "free_map.h"
 
 #include "options.h"
 #include "os.h"
 
-#define FASTMAP_BYTES (((size_t)1 << FASTMAP_LG_PAGES) * sizeof(fastmap_entry_t))
-#define HOME_SHIFT (FASTMAP_LG_PAGES + LG_PAGE)
+#define FREE_MAP_BYTES (((size_t)1 << FREE_MAP_LG_PAGES) * sizeof(free_map_entry_t))
+#define HOME_SHIFT (FREE_MAP_LG_PAGES + LG_PAGE)
 
 /* Stands for the array while it is off: index 0 of a zero mask reads it. */
-static fastmap_entry_t off_entry;
-uintptr_t fastmap_mask;
-fastmap_entry_t *fastmap_entries = &off_entry;
+static free_map_entry_t off_entry;
+uintptr_t free_map_mask;
+free_map_entry_t *free_map_entries = &off_entry;
 static uintptr_t home_window = UINTPTR_MAX; /* addr >> HOME_SHIFT of the heap; set once */
 
 /* Which 4 KiB pages of the array were ever written (they stay resident): metadata. */
-#define ARRAY_PAGES (FASTMAP_BYTES / PAGE)
+#define ARRAY_PAGES (FREE_MAP_BYTES / PAGE)
 static _Atomic uint64_t touched[ARRAY_PAGES / 64];
 static _Atomic size_t touched_pages;
 
-size_t fastmap_mapped_bytes(void) {
+size_t free_map_mapped_bytes(void) {
   return atomic_load_explicit(&touched_pages, memory_order_relaxed) * PAGE;
 }
 
-static void note_touched(const fastmap_entry_t *e) {
-  size_t page = (size_t)((uintptr_t)e - (uintptr_t)fastmap_entries) / PAGE;
+static void note_touched(const free_map_entry_t *e) {
+  size_t page = (size_t)((uintptr_t)e - (uintptr_t)free_map_entries) / PAGE;
   uint64_t bit = (uint64_t)1 << (page % 64);
   if (atomic_load_explicit(&touched[page / 64], memory_order_relaxed) & bit) return;
   if (!(atomic_fetch_or_explicit(&touched[page / 64], bit, memory_order_relaxed) & bit))
     atomic_fetch_add_explicit(&touched_pages, 1, memory_order_relaxed);
 }
 
-void fastmap_boot(void) {
+void free_map_boot(void) {
   /* Only where the reservation cannot crowd out the program's own mappings. */
-  if (!opt_free_map || os_address_space_limit() < 8 * FASTMAP_BYTES) return;
-  fastmap_entry_t *entries = os_map(FASTMAP_BYTES);
+  if (!opt_free_map || os_address_space_limit() < 8 * FREE_MAP_BYTES) return;
+  free_map_entry_t *entries = os_map(FREE_MAP_BYTES);
   if (entries == NULL) return;
-  os_set_huge_pages(entries, FASTMAP_BYTES, 2); /* a touched entry must cost 4 KiB, not 2 MiB */
-  fastmap_entries = entries;
-  __atomic_store_n(&fastmap_mask, ((uintptr_t)1 << FASTMAP_LG_PAGES) - 1, __ATOMIC_RELEASE);
+  os_set_huge_pages(entries, FREE_MAP_BYTES, 2); /* a touched entry must cost 4 KiB, not 2 MiB */
+  free_map_entries = entries;
+  __atomic_store_n(&free_map_mask, ((uintptr_t)1 << FREE_MAP_LG_PAGES) - 1, __ATOMIC_RELEASE);
 }
 
-bool fastmap_enabled(void) { return __atomic_load_n(&fastmap_mask, __ATOMIC_RELAXED) != 0; }
+bool free_map_enabled(void) { return __atomic_load_n(&free_map_mask, __ATOMIC_RELAXED) != 0; }
 
 /* True when the block may be entered; turns the map off if it lies outside the home
  * window. Called under the owning arena's extent lock; home_window is set by the first
  * block and read afterwards, so a compare-and-swap settles concurrent first blocks. */
 static bool in_home_window(uintptr_t addr, size_t npages) {
-  if (!fastmap_enabled()) return false;
+  if (!free_map_enabled()) return false;
   uintptr_t first = addr >> HOME_SHIFT, last = (addr + npages * PAGE - 1) >> HOME_SHIFT;
   uintptr_t home = __atomic_load_n(&home_window, __ATOMIC_ACQUIRE);
   if (home == UINTPTR_MAX) {
@@ -57,33 +57,33 @@ static bool in_home_window(uintptr_t addr, size_t npages) {
   /* A block whose entries would alias another window's: from now on every free finds
    * its block through the page map. Blocks entered so far keep valid entries, but no
    * lookup reads them any more. */
-  __atomic_store_n(&fastmap_mask, 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&free_map_mask, 0, __ATOMIC_RELEASE);
   return false;
 }
 
 static void write_entries(uintptr_t addr, size_t npages, unsigned code) {
   for (size_t k = 0; k < npages; k++) {
     uintptr_t page = addr + k * PAGE;
-    fastmap_entry_t *e = &fastmap_entries[(page >> LG_PAGE) & (((uintptr_t)1 << FASTMAP_LG_PAGES) - 1)];
+    free_map_entry_t *e = &free_map_entries[(page >> LG_PAGE) & (((uintptr_t)1 << FREE_MAP_LG_PAGES) - 1)];
     if (code != 0) note_touched(e);
     e->to_offset = code ? (uint32_t)(k * PAGE - page) : 0;
-    e->bin = code * (uint32_t)sizeof(cache_bin_t);
+    e->cache_bin_offset = code * (uint32_t)sizeof(cache_bin_t);
   }
 }
 
-void fastmap_set_block(uintptr_t addr, size_t npages, bool slab, unsigned code) {
+void free_map_set_block(uintptr_t addr, size_t npages, bool slab, unsigned code) {
   if (code == 0) {
-    fastmap_clear_block(addr, npages, slab);
+    free_map_clear_block(addr, npages, slab);
     return;
   }
   if (!in_home_window(addr, npages)) return;
   write_entries(addr, slab ? npages : 1, code);
 }
 
-void fastmap_clear_block(uintptr_t addr, size_t npages, bool slab) {
+void free_map_clear_block(uintptr_t addr, size_t npages, bool slab) {
   /* Entries are only ever written inside the home window; outside it there is nothing
    * to clear (and writing would clear another block's aliased entry). */
-  if (fastmap_entries == &off_entry) return;
+  if (free_map_entries == &off_entry) return;
   if (addr >> HOME_SHIFT != __atomic_load_n(&home_window, __ATOMIC_ACQUIRE)) return;
   write_entries(addr, slab ? npages : 1, 0);
 }

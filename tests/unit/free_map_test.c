@@ -6,13 +6,13 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
-#include "fastmap.h"
+#include "free_map.h"
 #include "size_class.h"
 #include "unit.h"
 
 int main(void) {
   free(malloc(1)); /* initialises tessera: the map is reserved, the home window set */
-  CHECK(fastmap_enabled(), "the map is on after start-up");
+  CHECK(free_map_enabled(), "the map is on after start-up");
   size_t span = (size_t)SLAB_MAX_PAGES * PAGE * 2;
   char *mem = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   CHECK(mem != MAP_FAILED, "mmap");
@@ -24,36 +24,36 @@ int main(void) {
     size_t npages = slab ? ci->slab_pages : (ci->size + PAGE - 1) / PAGE;
     CHECK(npages <= SLAB_MAX_PAGES, "class %u: %zu pages", c, npages);
     uintptr_t addr = base + (unit_rand() % SLAB_MAX_PAGES) * PAGE; /* vary the page phase */
-    fastmap_set_block(addr, npages, slab, c + 1);
+    free_map_set_block(addr, npages, slab, c + 1);
     for (size_t k = 0; k < npages; k++) {
       uintptr_t page = addr + k * PAGE;
-      const fastmap_entry_t *e = fastmap_lookup(page);
+      const free_map_entry_t *e = free_map_lookup(page);
       if (!slab && k > 0) {
-        CHECK(e->bin == 0, "class %u: a large block maps its first page only", c);
+        CHECK(e->cache_bin_offset == 0, "class %u: a large block maps its first page only", c);
         continue;
       }
-      CHECK(e->bin == (c + 1) * sizeof(cache_bin_t), "class %u page %zu: bin %u", c, k, e->bin);
+      CHECK(e->cache_bin_offset == (c + 1) * sizeof(cache_bin_t), "class %u page %zu: bin %u", c, k, e->cache_bin_offset);
       for (uint32_t o = 0; o < PAGE; o += 16) {
-        uint32_t offset = fastmap_block_offset(e, page + o);
+        uint32_t offset = free_map_block_offset(e, page + o);
         CHECK(offset == k * PAGE + o, "class %u page %zu +%u: offset %u", c, k, o, offset);
         bool start = slab ? offset % ci->size == 0 : offset == 0;
         CHECK(magic_divides(ci->magic, offset) == start, "class %u offset %u: region start test", c, offset);
       }
     }
-    CHECK(fastmap_lookup(addr + npages * PAGE)->bin == 0, "class %u: the next page is not marked", c);
-    fastmap_set_block(addr, npages, slab, 0);
+    CHECK(free_map_lookup(addr + npages * PAGE)->cache_bin_offset == 0, "class %u: the next page is not marked", c);
+    free_map_set_block(addr, npages, slab, 0);
     for (size_t k = 0; k < npages; k++) {
-      const fastmap_entry_t *e = fastmap_lookup(addr + k * PAGE);
-      CHECK(e->bin == 0 && e->to_offset == 0, "class %u page %zu: cleared", c, k);
+      const free_map_entry_t *e = free_map_lookup(addr + k * PAGE);
+      CHECK(e->cache_bin_offset == 0 && e->to_offset == 0, "class %u page %zu: cleared", c, k);
     }
   }
   /* The same page 16 TiB away would alias: entering a block there turns the map off. */
-  uintptr_t far = base ^ ((uintptr_t)1 << (FASTMAP_LG_PAGES + LG_PAGE));
-  fastmap_set_block(base, 1, true, 1);
-  CHECK(fastmap_lookup(base)->bin == sizeof(cache_bin_t), "marked");
-  fastmap_set_block(far, 1, true, 2);
-  CHECK(!fastmap_enabled(), "a block outside the home window turns the map off");
-  CHECK(fastmap_lookup(base)->bin == 0 && fastmap_lookup(far)->bin == 0, "with the map off, nothing is found");
+  uintptr_t far = base ^ ((uintptr_t)1 << (FREE_MAP_LG_PAGES + LG_PAGE));
+  free_map_set_block(base, 1, true, 1);
+  CHECK(free_map_lookup(base)->cache_bin_offset == sizeof(cache_bin_t), "marked");
+  free_map_set_block(far, 1, true, 2);
+  CHECK(!free_map_enabled(), "a block outside the home window turns the map off");
+  CHECK(free_map_lookup(base)->cache_bin_offset == 0 && free_map_lookup(far)->cache_bin_offset == 0, "with the map off, nothing is found");
   /* The allocator goes on working with every free on the slow path. */
   void *blocks[1000];
   for (int round = 0; round < 3; round++) {
@@ -61,5 +61,5 @@ int main(void) {
     for (int i = 0; i < 1000; i++) free(blocks[i]);
   }
   munmap(mem, span);
-  UNIT_DONE("fastmap");
+  UNIT_DONE("free_map");
 }

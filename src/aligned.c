@@ -1,0 +1,77 @@
+/*
+ * The aligned allocation family: posix_memalign, aligned_alloc, memalign, valloc,
+ * pvalloc. Alignments up to a page come from the size classes (a class whose size is a
+ * multiple of the alignment has every region aligned, slabs being page aligned);
+ * larger ones from an aligned extent.
+ */
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+
+#include "tessera.h"
+
+#include "frontend.h"
+#include "init.h"
+
+static bool power_of_two(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
+
+void *tessera_aligned_internal(size_t align, size_t size) {
+  if (align <= QUANTUM) return tessera_malloc_internal(size);
+  if (unlikely(size > (size_t)PTRDIFF_MAX || align > ((size_t)1 << 62))) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (align <= PAGE) {
+    size_t rounded = align_up(size, align);
+    if (rounded == 0) rounded = align;
+    if (rounded <= LOOKUP_MAX) return tessera_malloc_internal(rounded);
+  }
+  if (!boot_ensure()) return NULL;
+  void *p = alloc_large(large_request(size), align < PAGE ? PAGE : align, false);
+  if (p == NULL) errno = ENOMEM;
+  return p;
+}
+
+TESSERA_EXPORT int posix_memalign(void **out, size_t align, size_t size) {
+  if (!power_of_two(align) || align % sizeof(void *) != 0) return EINVAL;
+  int saved = errno;
+  void *p = tessera_aligned_internal(align, size);
+  errno = saved;
+  if (p == NULL) return ENOMEM;
+  *out = p;
+  return 0;
+}
+
+TESSERA_EXPORT void *aligned_alloc(size_t align, size_t size) {
+  if (!power_of_two(align)) {
+    errno = EINVAL;
+    return NULL;
+  }
+  return tessera_aligned_internal(align, size);
+}
+
+TESSERA_EXPORT void *memalign(size_t align, size_t size) {
+  /* glibc: an alignment above 2^63 is EINVAL; a non-power-of-two one is rounded up to
+   * the next power of two; an alignment that cannot be met is ENOMEM, like a size. */
+  if (align > SIZE_MAX / 2 + 1) {
+    errno = EINVAL;
+    return NULL;
+  }
+  if (!power_of_two(align)) {
+    size_t a = 1;
+    while (a < align) a <<= 1;
+    align = a;
+  }
+  return tessera_aligned_internal(align, size);
+}
+
+TESSERA_EXPORT void *valloc(size_t size) { return tessera_aligned_internal(PAGE, size); }
+
+TESSERA_EXPORT void *pvalloc(size_t size) {
+  if (size > SIZE_MAX - PAGE_MASK) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  size_t rounded = align_up(size, PAGE);
+  return tessera_aligned_internal(PAGE, rounded ? rounded : PAGE);
+}

@@ -1,0 +1,101 @@
+/*
+ * malloc and calloc. malloc's fast path pops a block from the thread cache (one table
+ * load for the bin, one test, no lock); everything else is in the noinline slow path.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tessera.h"
+
+#include "arena.h"
+#include "background.h"
+#include "bin.h"
+#include "frontend.h"
+#include "init.h"
+#include "options.h"
+#include "size_class.h"
+#include "tcache.h"
+#include "thread.h"
+
+/* Debug fills (junk:true, zero:true). The thread caches are off when either is set, so
+ * every block passes through here on its way out and back. */
+#define JUNK_ALLOC 0xa5
+
+void *alloc_counted(void *p, size_t usable) {
+  if (p == NULL) return NULL;
+  tls_thread.direct_allocated += usable;
+  if (unlikely(opt_zero)) memset(p, 0, usable);
+  else if (unlikely(opt_junk)) memset(p, JUNK_ALLOC, usable);
+  return p;
+}
+
+void *alloc_large(size_t size, size_t align, bool zero) {
+  void *p = arena_malloc_large(current_arena(tcache_get()), size, align, zero);
+  if (p == NULL || !zero) return alloc_counted(p, large_usable_size(size));
+  tls_thread.direct_allocated += large_usable_size(size); /* zeroed: never junk-filled */
+  return p;
+}
+
+static void *alloc_cached_class(tcache_t *tc, unsigned c) {
+  if (tc != NULL && tcache_bin(tc, c)->capacity > 0) {
+    cache_bin_t *b = tcache_bin(tc, c);
+    if (b->head != b->slots + b->capacity) { /* refills need an empty bin: pop first */
+      b->nmalloc++;
+      return *b->head++;
+    }
+    return tcache_alloc_refill(tc, c);
+  }
+  arena_t *a = current_arena(tc);
+  if (c >= NSMALL) return alloc_counted(arena_malloc_large(a, class_infos[c].size, PAGE, false), class_infos[c].size);
+  return alloc_counted(bin_alloc_one(a, c), class_infos[c].size);
+}
+
+NOINLINE static void *malloc_slow(size_t size) {
+  if (unlikely(!boot_ensure())) return NULL;
+  if (unlikely(size > (size_t)PTRDIFF_MAX)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (atomic_load_explicit(&boot_constructed, memory_order_relaxed)) background_start_if_wanted();
+  tcache_t *tc = tcache_get();
+  void *p;
+  if (size <= LOOKUP_MAX) p = alloc_cached_class(tc, size_to_class(size));
+  else p = alloc_counted(arena_malloc_large(current_arena(tc), size, PAGE, false), large_usable_size(size));
+  if (unlikely(p == NULL)) errno = ENOMEM;
+  return p;
+}
+
+TESSERA_EXPORT void *malloc(size_t size) {
+  tcache_t *tc = tls_thread.tcache;
+  if (likely(size <= LOOKUP_MAX)) {
+    cache_bin_t *b = (cache_bin_t *)((char *)tc + tcache_bin_offset_of_size[(size + 15) >> 4]);
+    void **head = b->head;
+    if (likely((uint16_t)(uintptr_t)head != b->low_empty)) {
+      b->head = head + 1;
+      b->nmalloc++;
+      return *head;
+    }
+  }
+  return malloc_slow(size);
+}
+
+void *tessera_malloc_internal(size_t size) { return malloc(size); }
+
+TESSERA_EXPORT void *calloc(size_t n, size_t size) {
+  size_t total;
+  if (unlikely(__builtin_mul_overflow(n, size, &total) || total > (size_t)PTRDIFF_MAX)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (total > TCACHE_MAX_LIMIT) {
+    /* Large: fresh pages from the OS read as zero already, so no memset for them. */
+    if (!boot_ensure()) return NULL;
+    void *p = alloc_large(total, PAGE, true);
+    if (p == NULL) errno = ENOMEM;
+    return p;
+  }
+  void *p = malloc(total);
+  if (likely(p != NULL)) memset(p, 0, total);
+  return p;
+}

@@ -1,0 +1,42 @@
+/*
+ * The front end's cross-file entry points: the public functions are split by concept
+ * (alloc.c, free.c, aligned.c, realloc.c, control.c, ...), and these are what one
+ * file of the front end, or cxx.c and compat.c, needs from another.
+ */
+#ifndef TESSERA_FRONTEND_H
+#define TESSERA_FRONTEND_H
+
+#include "types.h"
+
+/* alloc.c */
+/* malloc, for code inside the library (the public name may be interposed). */
+void *tessera_malloc_internal(size_t size);
+/* A block just taken from an arena without a thread cache: counts it for the thread
+ * (thread.allocated) and applies junk:true / zero:true. p may be NULL. */
+void *alloc_counted(void *p, size_t usable);
+/* A large block of at least size bytes, aligned to align (a power of two >= PAGE),
+ * zeroed if asked, from the calling thread's arena, counted. NULL if impossible. */
+void *alloc_large(size_t size, size_t align, bool zero);
+
+/* free.c */
+void tessera_free_internal(void *p);
+/* The block p starts; aborts naming func if p is not a live block tessera handed out.
+ * *class_out receives its class, CODE_LARGE for an uncached large block. */
+extent_t *free_lookup_block(const void *p, const char *func, unsigned *class_out);
+/* Frees block p of class c (from free_lookup_block) straight to its arena. */
+void free_to_arena(extent_t *e, unsigned c, void *p);
+/* free with a size (and alignment) the caller claims; verified against the block. */
+void tessera_free_sized_internal(void *p, size_t size, const char *func);
+/* The usable size of the live block p; aborts naming func if p is not one. */
+size_t tessera_usable_size_internal(const void *p, const char *func);
+
+/* aligned.c */
+void *tessera_aligned_internal(size_t align, size_t size);
+
+/* realloc.c */
+/* xallocx: resizes the large block p in place to at least size and at most size + extra
+ * bytes where its neighbour allows (zeroing new bytes if asked); returns the usable size
+ * it has afterwards (unchanged when nothing could be done). */
+size_t realloc_in_place(void *p, size_t size, size_t extra, bool zero);
+
+#endif

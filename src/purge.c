@@ -1,0 +1,74 @@
+#include "purge.h"
+
+#include "config.h"
+#include "decay.h"
+#include "extent.h"
+#include "lock.h"
+#include "options.h"
+#include "os.h"
+#include "stash.h"
+
+_Atomic bool purge_wants_background;
+_Atomic bool purge_background_active;
+
+/* Decay work done inside one malloc or free is bounded by time, so no call stalls long
+ * (the background thread, or later calls, continue where it stopped). */
+#define DECAY_BUDGET_NS ((uint64_t)500 * 1000)
+/* Free pages kept beyond the recent peak of live pages (64 MiB). */
+#define DIRTY_SLACK_PAGES ((size_t)16384)
+
+/*
+ * Whatever the decay curve allows, active + dirty stays within the recent peak of active
+ * pages plus DIRTY_SLACK_PAGES: a program that frees faster than decay_ms (growing
+ * buffers) cannot pile up free pages far beyond what it recently needed, while a block
+ * freed and soon needed again (multi-MiB blocks cycled by the program) stays resident.
+ * The peak follows active down linearly over the decay time. Returns the pages the dirty
+ * stage may keep under that cap.
+ */
+static size_t dirty_cap(arena_t *a, ssize_t dirty_ms, uint64_t epoch_before) {
+  if (a->active_pages > a->active_peak_pages) a->active_peak_pages = a->active_pages;
+  if (dirty_ms > 0 && a->dirty_decay.epoch_start_ns != epoch_before) {
+    uint64_t epochs = (a->dirty_decay.epoch_start_ns - epoch_before) / ((uint64_t)dirty_ms * 1000000u / DECAY_NEPOCHS + 1);
+    size_t excess = a->active_peak_pages - a->active_pages;
+    a->active_peak_pages -= epochs >= DECAY_NEPOCHS ? excess : (size_t)(excess * epochs / DECAY_NEPOCHS);
+  }
+  return a->active_peak_pages - a->active_pages + DIRTY_SLACK_PAGES;
+}
+
+size_t purge_decay_locked(arena_t *a, uint64_t now, uint64_t deadline) {
+  lock_assert_held(&a->extent_lock);
+  ssize_t dirty_ms = atomic_load_explicit(&a->dirty_decay_ms, memory_order_relaxed);
+  ssize_t muzzy_ms = atomic_load_explicit(&a->muzzy_decay_ms, memory_order_relaxed);
+  /* With muzzy_decay_ms 0 the muzzy stage is skipped: dirty pages are released. */
+  unsigned next = muzzy_ms != 0 ? EXTENT_MUZZY : EXTENT_RETAINED;
+  size_t moved = 0;
+  uint64_t epoch_before = a->dirty_decay.epoch_start_ns;
+  decay_advance(&a->dirty_decay, dirty_ms, now, a->dirty.npages + a->stash_pages);
+  size_t keep = decay_limit(&a->dirty_decay);
+  size_t cap = dirty_cap(a, dirty_ms, epoch_before);
+  if (dirty_ms >= 0 && keep > cap) keep = cap;
+  if (a->dirty.npages + a->stash_pages > keep) stash_drain(a);
+  if (a->dirty.npages > keep) moved += extent_move_oldest(a, EXTENT_DIRTY, next, keep, deadline);
+  decay_advance(&a->muzzy_decay, muzzy_ms, now, a->muzzy.npages);
+  keep = decay_limit(&a->muzzy_decay);
+  if (a->muzzy.npages > keep) moved += extent_move_oldest(a, EXTENT_MUZZY, EXTENT_RETAINED, keep, deadline);
+  return moved;
+}
+
+void purge_tick(arena_t *a) {
+  uint64_t now = os_now_ns();
+  purge_decay_locked(a, now, now + DECAY_BUDGET_NS);
+  /* Lots of unused memory: a thread that returns it even while the program is idle. */
+  if (unlikely(opt_background_thread_auto != 0 &&
+               (a->dirty.npages + a->stash_pages + a->muzzy.npages) * PAGE >= opt_background_thread_auto &&
+               !atomic_load_explicit(&purge_background_active, memory_order_relaxed)))
+    atomic_store_explicit(&purge_wants_background, true, memory_order_relaxed);
+}
+
+size_t purge_arena(arena_t *a, bool all) {
+  lock_acquire(&a->extent_lock);
+  if (all) stash_drain(a);
+  size_t released = all ? extent_purge(a, 0) : purge_decay_locked(a, os_now_ns(), 0);
+  lock_release(&a->extent_lock);
+  return released;
+}

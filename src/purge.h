@@ -1,0 +1,28 @@
+/*
+ * Purging: giving an arena's unused pages back to the OS on the decay curves (decay.c),
+ * under a cap that follows the recent peak of live pages, within a time budget per call.
+ *
+ * Allocator calls run a bounded slice of it (purge_tick) whenever they hold the extent
+ * lock anyway; the background thread (background.c) runs it while the program is idle.
+ */
+#ifndef TESSERA_PURGE_H
+#define TESSERA_PURGE_H
+
+#include "types.h"
+
+/* Decay with the extent lock held: moves the pages due by now, stopping at deadline
+ * (0: no limit). Returns pages moved. */
+size_t purge_decay_locked(arena_t *a, uint64_t now, uint64_t deadline);
+/* Decay within the time budget of one allocator call; extent lock held. */
+void purge_tick(arena_t *a);
+/* Gives unused pages back to the OS: all = every dirty and muzzy page now, else what
+ * the decay curves say is due now. Returns pages moved. Takes the extent lock. */
+size_t purge_arena(arena_t *a, bool all);
+
+/* Set (under an extent lock) when an arena's unused pages pass background_thread_auto;
+ * the next allocator call outside the locks starts the background thread. */
+extern _Atomic bool purge_wants_background;
+/* Set by the background thread while it runs: no need to ask for it. */
+extern _Atomic bool purge_background_active;
+
+#endif

@@ -1,0 +1,98 @@
+/*
+ * realloc and reallocarray: a block that already fits stays where it is; a large block
+ * grows or shrinks in place when its neighbour allows; otherwise allocate, copy, free.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tessera.h"
+
+#include "arena.h"
+#include "free_map.h"
+#include "frontend.h"
+#include "pagemap.h"
+#include "size_class.h"
+#include "tcache.h"
+#include "thread.h"
+
+/* A block of a cached class that already fits size (a string growing a byte at a
+ * time): answered from the free map, like free's fast path, without the page-map walk. */
+static bool fits_cached_class(const void *p, size_t size) {
+  const free_map_entry_t *fe = free_map_lookup((uintptr_t)p);
+  if (fe->cache_bin_offset == 0 || size > LOOKUP_MAX) return false;
+  unsigned code = fe->cache_bin_offset / (unsigned)sizeof(cache_bin_t);
+  return class_of_lookup[(size + 15) >> 4] == code - 1 &&
+         magic_divides(class_infos[code - 1].magic, free_map_block_offset(fe, (uintptr_t)p));
+}
+
+/* Resizes the large block e in place to new_usable bytes, counting the change. */
+static bool resize_large(extent_t *e, size_t old_usable, size_t new_usable) {
+  if (!arena_resize_large_in_place(e->arena, e, new_usable)) return false;
+  tls_thread.direct_allocated += new_usable;
+  tls_thread.direct_deallocated += old_usable;
+  return true;
+}
+
+TESSERA_EXPORT void *realloc(void *p, size_t size) {
+  if (p == NULL) return tessera_malloc_internal(size);
+  if (size == 0) { /* glibc's behaviour: free and return NULL */
+    tessera_free_internal(p);
+    return NULL;
+  }
+  if (fits_cached_class(p, size)) return p;
+  unsigned c;
+  extent_t *e = free_lookup_block(p, "realloc()", &c);
+  if (unlikely(size > (size_t)PTRDIFF_MAX)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  size_t old_usable = c == CODE_LARGE ? e->npages * PAGE : class_infos[c].size;
+  if (c < NSMALL) {
+    if (size <= SMALL_MAX && size_to_class(size) == c) return p;
+  } else if (size > SMALL_MAX) {
+    size_t new_usable = large_usable_size(size);
+    if (new_usable == old_usable) return p;
+    if (new_usable != 0 && resize_large(e, old_usable, new_usable)) return p;
+  }
+  void *q = tessera_malloc_internal(size);
+  if (q == NULL) return NULL; /* errno is ENOMEM; p is untouched */
+  memcpy(q, p, size < old_usable ? size : old_usable);
+  tessera_free_internal(p);
+  return q;
+}
+
+TESSERA_EXPORT void *reallocarray(void *p, size_t n, size_t size) {
+  size_t total;
+  if (__builtin_mul_overflow(n, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return realloc(p, total);
+}
+
+/* The usable size a large block of at least n bytes gets; 0 for a small size. */
+static size_t large_target(size_t n) { return n > SMALL_MAX ? large_usable_size(n) : 0; }
+
+size_t realloc_in_place(void *p, size_t size, size_t extra, bool zero) {
+  unsigned c;
+  extent_t *e = free_lookup_block(p, "xallocx()", &c);
+  if (c < NSMALL) return class_infos[c].size; /* a region cannot change size */
+  size_t old_usable = e->npages * PAGE;
+  size_t want = size > SIZE_MAX - extra ? SIZE_MAX : size + extra;
+  /* As jemalloc: a block already between size and size + extra stays as it is; a
+   * smaller one grows to size + extra if its neighbour allows, else to size; a bigger
+   * one shrinks to size + extra. Only to large sizes: a small size would need a slab
+   * region, so the block stays. */
+  if (old_usable >= size && old_usable <= want) return old_usable;
+  size_t candidates[2] = {large_target(want), old_usable < size ? large_target(size) : 0};
+  for (int i = 0; i < 2; i++) {
+    size_t usable = candidates[i];
+    if (usable == 0 || usable == old_usable) continue;
+    if (resize_large(e, old_usable, usable)) {
+      if (zero && usable > old_usable) memset((char *)p + old_usable, 0, usable - old_usable);
+      return usable;
+    }
+  }
+  return old_usable;
+}

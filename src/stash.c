@@ -1,0 +1,49 @@
+#include "stash.h"
+
+#include "config.h"
+#include "extent.h"
+#include "free_map.h"
+#include "lock.h"
+#include "pairing_heap.h"
+
+void stash_put(arena_t *a, extent_t *slab) {
+  lock_assert_held(&a->extent_lock);
+  tessera_assert(slab->state == EXTENT_SLAB && slab->nfree == slab->nregs);
+  /* Off the free map while stashed: a free of one of its blocks (a double free, all of
+   * them being free) then takes the slow path, which sees the empty slab and aborts. */
+  free_map_clear_block(slab->addr, slab->npages, true);
+  heap_insert(&a->stash[slab->class_id], slab);
+  extent_list_append(&a->stash_lru, slab);
+  a->stash_pages += slab->npages;
+  a->active_pages -= slab->npages;
+  a->dirty_decay.added += slab->npages;
+}
+
+static void stash_unlink(arena_t *a, extent_t *slab) {
+  heap_remove(&a->stash[slab->class_id], slab);
+  extent_list_remove(&a->stash_lru, slab);
+  tessera_assert(a->stash_pages >= slab->npages);
+  a->stash_pages -= slab->npages;
+}
+
+extent_t *stash_take(arena_t *a, unsigned c) {
+  lock_assert_held(&a->extent_lock);
+  extent_t *slab = a->stash[c].root; /* the lowest address */
+  if (slab == NULL) return NULL;
+  tessera_assert(slab->class_id == c && slab->nfree == slab->nregs);
+  stash_unlink(a, slab);
+  a->active_pages += slab->npages;
+  slab->first_word = 0;
+  free_map_set_block(slab->addr, slab->npages, true, c + 1);
+  return slab;
+}
+
+void stash_drain(arena_t *a) {
+  lock_assert_held(&a->extent_lock);
+  while (a->stash_lru.head != NULL) {
+    extent_t *slab = a->stash_lru.head;
+    stash_unlink(a, slab);
+    extent_free_stashed_slab(a, slab);
+  }
+  tessera_assert(a->stash_pages == 0);
+}

@@ -1,0 +1,27 @@
+/*
+ * The slab stash: empty slabs an arena keeps whole, per class lowest address first and
+ * on one list oldest first (the extents' lru links).
+ *
+ * A bin that has an empty slab beyond its spare hands it here instead of back to the
+ * extent sets. The slab stays whole (page-map entries, class, bitmap with every region
+ * free), so the next slab of its class costs a heap pop and its free-map entries rather
+ * than an extent split and a rewrite of every page's entries: a program that fills and
+ * empties many slabs in turn (a batch that overflows its thread cache) no longer churns
+ * them. Stashed pages count as dirty for decay and stats: when decay wants free pages
+ * gone, the stash goes first, oldest slab first, into the dirty set (purge.c).
+ *
+ * Every function here is called with the arena's extent lock held.
+ */
+#ifndef TESSERA_STASH_H
+#define TESSERA_STASH_H
+
+#include "types.h"
+
+/* Keeps the empty slab whole for its class. */
+void stash_put(arena_t *a, extent_t *slab);
+/* Takes back the lowest stashed slab of class c, ready to use; NULL if none. */
+extent_t *stash_take(arena_t *a, unsigned c);
+/* Turns every stashed slab into dirty pages, oldest first. */
+void stash_drain(arena_t *a);
+
+#endif

@@ -1,0 +1,44 @@
+/*
+ * Per-thread state: everything tessera keeps for a thread, in one initial-exec
+ * thread-local struct (one TLS access pattern, one place to look).
+ *
+ * A thread starts with tcache pointing at tcache_empty, a cache whose bins all have
+ * capacity 0: the fast paths need no "initialised?" test, the first malloc and free
+ * simply fall into the slow path, which creates the real cache (tcache.c).
+ */
+#ifndef TESSERA_THREAD_H
+#define TESSERA_THREAD_H
+
+#include "types.h"
+
+/* What a thread's cache is doing (thread_state_t.cache_state). */
+enum {
+  THREAD_NEW = 0,   /* no cache yet: the next slow path creates one */
+  THREAD_CREATING,  /* creating it: allocations meanwhile bypass the cache */
+  THREAD_ACTIVE,    /* has a cache */
+  THREAD_EXITED,    /* its exit hook ran: no cache any more */
+  THREAD_CACHE_OFF, /* the program turned the cache off (thread.tcache.enabled) */
+};
+
+typedef struct thread_state {
+  tcache_t *tcache;    /* first: malloc's fast path loads it */
+  arena_t *arena;      /* the arena it allocates from; NULL until first needed */
+  /* Bytes allocated and freed outside the cache bins (the bins count their own):
+   * thread.allocated and thread.deallocated add the two. */
+  uint64_t direct_allocated;
+  uint64_t direct_deallocated;
+  uint32_t lock_id;    /* the id lock words store (kernel id << 1); 0 until first lock */
+  uint8_t cache_state; /* THREAD_NEW ... */
+  bool arena_pinned;   /* the program bound it to its arena (thread.arena): never moves */
+} thread_state_t;
+
+extern __thread thread_state_t tls_thread __attribute__((tls_model("initial-exec")));
+extern tcache_t tcache_empty;
+
+/* An address that identifies the calling thread while it lives. */
+static inline uintptr_t thread_marker(void) { return (uintptr_t)&tls_thread; }
+
+/* After fork, in the child: the only thread has a new kernel id. */
+void thread_fork_child(void);
+
+#endif
