@@ -11,6 +11,7 @@
 #include "arena.h"
 #include "background.h"
 #include "bin.h"
+#include "config.h"
 #include "frontend.h"
 #include "init.h"
 #include "options.h"
@@ -38,6 +39,7 @@ void *alloc_large(size_t size, size_t align, bool zero) {
 }
 
 static void *alloc_cached_class(tcache_t *tc, unsigned c) {
+  tessera_assert(c < NCACHED_MAX);
   if (tc != NULL && tcache_bin(tc, c)->capacity > 0) {
     cache_bin_t *b = tcache_bin(tc, c);
     if (b->head != b->slots + b->capacity) { /* refills need an empty bin: pop first */

@@ -52,6 +52,7 @@ bool arenas_init(unsigned narenas) {
 arena_t *arena_get(unsigned i) {
   if (i >= narenas_limit) return NULL;
   arena_t *a = __atomic_load_n(&arenas[i], __ATOMIC_ACQUIRE);
+  tessera_assert(a == NULL || a->index == i);
   if (likely(a != NULL)) return a;
   lock_acquire(&arenas_lock);
   a = arenas[i];
@@ -134,6 +135,8 @@ unsigned large_class_index(size_t usable) {
 }
 
 void *arena_malloc_large(arena_t *a, size_t size, size_t align, bool zero) {
+  tessera_assert(align >= PAGE && (align & (align - 1)) == 0);
+  lock_assert_not_held(&a->extent_lock);
   size_t usable = large_usable_size(size);
   if (usable == 0) return NULL;
   bool zeroed;
@@ -154,7 +157,9 @@ void *arena_malloc_large(arena_t *a, size_t size, size_t align, bool zero) {
 }
 
 void arena_free_large(arena_t *a, extent_t *e) {
+  tessera_assert(e->arena == a && e->state == EXTENT_LARGE);
   lock_acquire(&a->extent_lock);
+  tessera_assert(a->large_allocated >= e->npages * PAGE);
   a->large_allocated -= e->npages * PAGE;
   a->ndalloc_large++;
   unsigned j = large_class_index(e->npages * PAGE);
@@ -166,6 +171,7 @@ void arena_free_large(arena_t *a, extent_t *e) {
 }
 
 bool arena_resize_large_in_place(arena_t *a, extent_t *e, size_t new_usable) {
+  tessera_assert(e->arena == a && e->state == EXTENT_LARGE && new_usable % PAGE == 0);
   size_t old_pages = e->npages, new_pages = new_usable / PAGE;
   if (new_pages == old_pages) return true;
   bool ok;
@@ -183,6 +189,7 @@ bool arena_resize_large_in_place(arena_t *a, extent_t *e, size_t new_usable) {
 
 void arena_free_small(extent_t *slab, void *p) {
   arena_t *a = slab->arena;
+  tessera_assert(slab->state == EXTENT_SLAB && slab->class_id < NSMALL);
   bin_t *bin = &a->bins[slab->class_id];
   lock_acquire(&bin->lock);
   bin_free_locked(a, bin, slab, p);

@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "config.h"
+
 /* h(k) for the backlog slot k (0 = oldest, DECAY_NEPOCHS-1 = the epoch just ended),
  * in 1/2^24 units: smoothstep(x) = 3x^2 - 2x^3 with x = (k + 1) / DECAY_NEPOCHS. */
 #define H_ONE ((uint64_t)1 << 24)
@@ -46,6 +48,7 @@ void decay_advance(decay_t *d, ssize_t ms, uint64_t now_ns, size_t current_pages
     memset(d->backlog + DECAY_NEPOCHS - n, 0, n * sizeof(d->backlog[0]));
   }
   /* The pages added during the epoch that ended first are n epochs old now. */
+  tessera_assert(n >= 1);
   if (n <= DECAY_NEPOCHS) d->backlog[DECAY_NEPOCHS - n] += d->added;
   d->added = 0;
   d->epoch_start_ns += n * len;

@@ -13,6 +13,7 @@
 
 #include "arena.h"
 #include "background.h"
+#include "config.h"
 #include "fatal.h"
 #include "free_map.h"
 #include "frontend.h"
@@ -47,6 +48,7 @@ extent_t *free_lookup_block(const void *p, const char *func, unsigned *class_out
 }
 
 void free_to_arena(extent_t *e, unsigned c, void *p) {
+  tessera_assert(c < NSMALL ? e->state == EXTENT_SLAB : (e->state == EXTENT_LARGE && e->addr == (uintptr_t)p));
   if (unlikely(opt_junk)) memset(p, JUNK_FREE, c < NSMALL ? class_infos[c].size : e->npages * PAGE);
   if (c < NSMALL) {
     tls_thread.direct_deallocated += class_infos[c].size;

@@ -1,5 +1,6 @@
 #include "free_map.h"
 
+#include "config.h"
 #include "options.h"
 #include "os.h"
 
@@ -68,10 +69,12 @@ static void write_entries(uintptr_t addr, size_t npages, unsigned code) {
     if (code != 0) note_touched(e);
     e->to_offset = code ? (uint32_t)(k * PAGE - page) : 0;
     e->cache_bin_offset = code * (uint32_t)sizeof(cache_bin_t);
+    tessera_assert(free_map_block_offset(e, page) == (code ? k * PAGE : (uint32_t)page));
   }
 }
 
 void free_map_set_block(uintptr_t addr, size_t npages, bool slab, unsigned code) {
+  tessera_assert((addr & PAGE_MASK) == 0 && npages >= 1 && code <= NCACHED_MAX);
   if (code == 0) {
     free_map_clear_block(addr, npages, slab);
     return;

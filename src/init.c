@@ -1,6 +1,7 @@
 #include "init.h"
 
 #include "arena.h"
+#include "config.h"
 #include "background.h"
 #include "fatal.h"
 #include "fork.h"
@@ -29,6 +30,7 @@ bool boot_slow(void) {
   free_map_boot();
   unsigned narenas = opt_narenas ? opt_narenas : os_ncpus();
   if (!arenas_init(narenas) || !tcache_boot()) fatal("out of memory during initialisation");
+  tessera_assert(class_infos[0].size == QUANTUM && arena_get(0) != NULL);
   atomic_store(&boot_state, BOOT_DONE);
   fork_register(); /* pthread_atfork may allocate: only now that malloc works */
   return true;

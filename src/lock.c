@@ -59,6 +59,7 @@ void lock_slow(lock_t *l, uint32_t me) {
     os_futex_wait(&l->state, c | LOCK_WAITERS);
   }
 acquired:;
+  tessera_assert((atomic_load_explicit(&l->state, memory_order_relaxed) & ~LOCK_WAITERS) == me);
   uint64_t waited = os_now_ns() - start;
   /* We hold the lock now, so the counters are ours to update. */
   l->n_contended++;

@@ -1,5 +1,6 @@
 #include "pagemap.h"
 
+#include "config.h"
 #include "os.h"
 
 /* Never written: it stands for "no leaf yet". Its 2 MiB sit in BSS; reading them maps
@@ -12,6 +13,7 @@ static pm_entry_t *leaf_for(uintptr_t addr) {
   _Atomic intptr_t *slot = &pagemap_root[(addr >> (LG_PAGE + PM_LEAF_BITS)) & (PM_ROOT_SIZE - 1)];
   intptr_t offset = atomic_load_explicit(slot, memory_order_acquire);
   if (offset != 0) return (pm_entry_t *)((uintptr_t)pagemap_zero_leaf + (uintptr_t)offset);
+  tessera_assert((addr >> (LG_PAGE + PM_LEAF_BITS)) < PM_ROOT_SIZE); /* 48-bit addresses */
   pm_entry_t *fresh = os_map(PM_LEAF_SIZE * sizeof(pm_entry_t));
   if (fresh == NULL) return NULL;
   intptr_t fresh_offset = (intptr_t)((uintptr_t)fresh - (uintptr_t)pagemap_zero_leaf);
@@ -29,6 +31,7 @@ bool pagemap_set(uintptr_t addr, pm_entry_t e) {
   pm_entry_t *leaf = leaf_for(addr);
   if (leaf == NULL) return false;
   leaf[(addr >> LG_PAGE) & (PM_LEAF_SIZE - 1)] = e;
+  tessera_assert(pagemap_get(addr) == e);
   return true;
 }
 

@@ -1,9 +1,12 @@
 #include "pairing_heap.h"
 
+#include "config.h"
+
 /* Links b under a (a has the lower address); returns the new subtree root. */
 static extent_t *meld(extent_t *a, extent_t *b) {
   if (a == NULL) return b;
   if (b == NULL) return a;
+  tessera_assert(a != b && a->addr != b->addr);
   if (b->addr < a->addr) { extent_t *t = a; a = b; b = t; }
   b->heap_prev = a;
   b->heap_next = a->heap_child;
@@ -42,8 +45,10 @@ static extent_t *merge_siblings(extent_t *first) {
 }
 
 void heap_insert(extent_heap_t *h, extent_t *e) {
+  tessera_assert(h->root != e);
   e->heap_child = e->heap_next = e->heap_prev = NULL;
   h->root = meld(h->root, e);
+  tessera_assert(h->root->heap_prev == NULL && h->root->heap_next == NULL);
 }
 
 extent_t *heap_remove_first(extent_heap_t *h) {
@@ -60,6 +65,7 @@ void heap_remove(extent_heap_t *h, extent_t *e) {
   if (h->root == e) { heap_remove_first(h); return; }
   /* Unlink e's subtree from its parent/siblings, then meld its children back in. */
   extent_t *prev = e->heap_prev;
+  tessera_assert(prev != NULL); /* e is in this heap, below its root */
   if (prev->heap_child == e) prev->heap_child = e->heap_next;
   else prev->heap_next = e->heap_next;
   if (e->heap_next) e->heap_next->heap_prev = prev;

@@ -1,5 +1,6 @@
 #include "size_class.h"
 
+#include "config.h"
 #include "options.h"
 
 class_info_t class_infos[NCACHED_MAX];
@@ -63,6 +64,18 @@ static void apply_slab_ranges(void) {
   }
 }
 
+/* Debug build: each class holds its sizes, each slab its regions. */
+static void check_table(void) {
+  for (unsigned c = 0; c < NCACHED_MAX; c++) {
+    const class_info_t *ci = &class_infos[c];
+    tessera_assert(ci->size % QUANTUM == 0 && (c == 0 || ci->size > class_infos[c - 1].size));
+    tessera_assert(size_to_class_compute(ci->size) == c && size_to_class_compute(ci->size + 1) == c + 1);
+    tessera_assert(c >= NSMALL || (ci->nregs >= 1 && ci->nregs <= SLAB_MAX_REGIONS &&
+                                   ci->slab_pages <= SLAB_MAX_PAGES &&
+                                   (size_t)ci->nregs * ci->size <= (size_t)ci->slab_pages * PAGE));
+  }
+}
+
 void size_class_init(void) {
   for (unsigned c = 0; c < NCACHED_MAX; c++) {
     class_info_t *ci = &class_infos[c];
@@ -80,4 +93,5 @@ void size_class_init(void) {
     class_of_lookup[i] = (uint8_t)size_to_class_compute(size == 0 ? 1 : size);
   }
   apply_slab_ranges();
+  if (config_debug) check_table();
 }

@@ -169,6 +169,7 @@ static void prepare_records(stats_snapshot_t *s, unsigned n) {
 }
 
 void stats_refresh(stats_snapshot_t *s) {
+  lock_assert_held(&s->lock);
   s->epoch++;
   memset(&s->merged, 0, sizeof(s->merged));
   memset(s->tcache_blocks, 0, sizeof(s->tcache_blocks));

@@ -91,6 +91,7 @@ static void pool_give(tcache_t *tc) {
 }
 
 static tcache_t *tcache_create(void) {
+  tessera_assert(tls_thread.cache_state == THREAD_CREATING);
   size_t slots = 0;
   for (unsigned c = 0; c < NCACHED_MAX; c++) slots += bin_capacity(c) + 1; /* +1: stack[-1] */
   /* Mapped directly rather than from base: a cache is ~30 KiB of stacks of which a thread
@@ -149,6 +150,7 @@ tcache_t *tcache_get(void) {
 /* Moves the calling thread to arena a (its cached blocks go back to their own arenas
  * whenever they are flushed). */
 static void rebind(arena_t *a) {
+  tessera_assert(a != NULL);
   arena_t *old = thread_arena();
   if (old == a) return;
   atomic_fetch_sub(&old->nthreads, 1);
@@ -224,6 +226,8 @@ static void tcache_gc_tick(tcache_t *tc) {
 void *tcache_alloc_refill(tcache_t *tc, unsigned c) {
   tcache_gc_tick(tc);
   cache_bin_t *b = tcache_bin(tc, c);
+  tessera_assert(tc == tls_thread.tcache && b->capacity > 0);
+  tessera_assert(b->head == b->slots + b->capacity); /* refills land in an empty bin */
   if (c >= NSMALL) {
     void *p = arena_malloc_large(tc->arena, class_infos[c].size, PAGE, false);
     if (p != NULL) { /* counted as a fill of one block, handed out at once */
@@ -296,6 +300,7 @@ void tcache_flush_all(tcache_t *tc) {
 
 /* Returns every cached block and the cache itself; state is what the thread becomes. */
 static void tcache_destroy(tcache_t *tc, uint8_t state) {
+  tessera_assert(tc != &tcache_empty && tc == tls_thread.tcache);
   tls_thread.cache_state = state; /* from now on this thread bypasses the cache */
   tls_thread.tcache = &tcache_empty;
   tcache_flush_all(tc);

@@ -17,7 +17,10 @@
 #include "arena.h"
 #include "base.h"
 #include "extent.h"
+#include "lock.h"
+#include "options.h"
 #include "pagemap.h"
+#include "size_class.h"
 #include "unit.h"
 
 #define MAX_ACTIVE 256
@@ -114,9 +117,11 @@ static size_t random_pages(void) {
 }
 
 int main(void) {
-  free(malloc(1)); /* the allocator's own initialisation (size classes, options) */
+  options_init(); /* the layers below the front end, booted by hand (as init.c does) */
+  size_class_init();
   arena = base_alloc(sizeof(arena_t));
   arena_init(arena, 99);
+  lock_acquire(&arena->extent_lock); /* every extent function wants it held */
   for (int step = 0; step < 8000; step++) {
     unsigned op = (unsigned)(unit_rand() % 100);
     if (op < 45 && nactive < MAX_ACTIVE) {
