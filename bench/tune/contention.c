@@ -4,7 +4,7 @@
  * and flushes the cache, so each thread takes its arena's bin locks often; with
  * narenas:1 all of them queue on the same locks.
  *
- *   contention [threads=8] [rounds=1000] [batch=1000]
+ *   contention [threads=8] [rounds=10000] [batch=1000]
  * Run with TESSERA_CONF=narenas:1 to build the problem.
  */
 #define _GNU_SOURCE
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static unsigned rounds = 1000, batch = 1000;
+static unsigned rounds = 10000, batch = 1000;
 
 static void *worker(void *arg) {
   unsigned seed = (unsigned)(size_t)arg * 2654435761u + 1;

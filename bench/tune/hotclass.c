@@ -4,14 +4,14 @@
  * class its thread-cache bin holds fewer blocks than the batch, so every batch refills
  * and flushes the bin through the arena.
  *
- *   hotclass [rounds=200000] [batch=48]
+ *   hotclass [rounds=600000] [batch=48]
  * Run with TESSERA_CONF=slab_sizes:1024-1024:1 to build the problem.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 int main(int argc, char **argv) {
-  unsigned rounds = argc > 1 ? (unsigned)atoi(argv[1]) : 200000;
+  unsigned rounds = argc > 1 ? (unsigned)atoi(argv[1]) : 600000;
   unsigned batch = argc > 2 ? (unsigned)atoi(argv[2]) : 48;
   if (rounds == 0 || batch == 0 || batch > 4096) {
     fprintf(stderr, "hotclass: usage: hotclass [rounds] [batch 1-4096]\n");
