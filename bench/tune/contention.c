@@ -1,0 +1,53 @@
+/*
+ * Rule "threads per arena": THREADS busy threads that each allocate a batch of blocks
+ * bigger than their thread cache holds, then free it, ROUNDS times. Every batch refills
+ * and flushes the cache, so each thread takes its arena's bin locks often; with
+ * narenas:1 all of them queue on the same locks.
+ *
+ *   contention [threads=8] [rounds=10000] [batch=1000]
+ * Run with TESSERA_CONF=narenas:1 to build the problem.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static unsigned rounds = 10000, batch = 1000;
+
+static void *worker(void *arg) {
+  unsigned seed = (unsigned)(size_t)arg * 2654435761u + 1;
+  void **blocks = malloc(sizeof(void *) * batch);
+  if (blocks == NULL) abort();
+  for (unsigned r = 0; r < rounds; r++) {
+    for (unsigned i = 0; i < batch; i++) {
+      seed = seed * 1103515245u + 12345u;
+      size_t size = 64u << ((seed >> 16) & 1); /* 64 or 128 B: two classes */
+      blocks[i] = malloc(size);
+      if (blocks[i] == NULL) abort();
+      *(volatile char *)blocks[i] = (char)i;
+    }
+    for (unsigned i = 0; i < batch; i++) free(blocks[i]);
+  }
+  free(blocks);
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  unsigned threads = argc > 1 ? (unsigned)atoi(argv[1]) : 8;
+  if (argc > 2) rounds = (unsigned)atoi(argv[2]);
+  if (argc > 3) batch = (unsigned)atoi(argv[3]);
+  if (threads == 0 || threads > 256 || rounds == 0 || batch == 0) {
+    fprintf(stderr, "contention: usage: contention [threads 1-256] [rounds] [batch]\n");
+    return 2;
+  }
+  pthread_t tid[256];
+  for (unsigned t = 0; t < threads; t++) {
+    if (pthread_create(&tid[t], NULL, worker, (void *)(size_t)t) != 0) abort();
+    char name[16];
+    snprintf(name, sizeof(name), "worker-%u", t);
+    pthread_setname_np(tid[t], name);
+  }
+  for (unsigned t = 0; t < threads; t++) pthread_join(tid[t], NULL);
+  return 0;
+}

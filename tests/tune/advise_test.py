@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""tessera advise on recorded statistics: each case asserts the findings (rule names) and
+the final TESSERA_CONF line (or its absence).
+
+    advise_test.py TESSERA_ADVISE DATA_DIR CASE
+The documents in DATA_DIR were recorded by `bench/tune/run --record DATA_DIR` (the bench/tune
+program of each rule with the configuration that builds its problem), except
+exclusive.json: the arenas document with the per-thread section and thread peak that the
+library does not print yet, added by hand to exercise the exclusive-arena rule.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+# case: (document, goal, expected rules in order, expected TESSERA_CONF or None, extra text)
+CASES = {
+    "arenas": ("arenas.json", "speed", ["arenas"], "narenas:4", "not enough data"),
+    "bins": ("bins.json", "speed", ["bins"], "slab_sizes:1024-1024:1|1024-1024:10", None),
+    "decay": ("decay.json", "speed", ["decay"], "dirty_decay_ms:5000", "minor page faults"),
+    "decay_no_run": ("decay.json", "balanced", ["decay"], "dirty_decay_ms:5000", "inferred from the turnover"),
+    "tcache_max": ("tcache_max.json", "speed", ["tcache_max"], "tcache_max:24576", None),
+    "fragmentation": ("fragmentation.json", "memory", ["fragmentation"],
+                      "slab_sizes:64-64:1,dirty_decay_ms:0", None),
+    "fragmentation_balanced": ("fragmentation.json", "balanced", [], None, None),
+    "healthy": ("healthy.json", None, [], None, None),
+    "exclusive": ("exclusive.json", "speed", ["arenas", "exclusive"],
+                  "narenas:8,arena_exclusive:net-0|net-1", None),
+}
+
+
+def run_advise(tool, path, goal):
+    argv = [sys.executable, tool, path] + (["--goal", goal] if goal else [])
+    return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def rules_of(stdout):
+    rules = []
+    for line in stdout.splitlines():
+        if line[:1].isdigit() and ". [" in line:
+            rules.append(line.split("[", 1)[1].split("]", 1)[0])
+    return rules
+
+
+def conf_of(stdout):
+    lines = [l for l in stdout.splitlines() if l.startswith("TESSERA_CONF=")]
+    assert len(lines) <= 1, "more than one TESSERA_CONF line"
+    if lines:
+        assert stdout.rstrip().splitlines()[-1] == lines[0], "TESSERA_CONF is not the last line"
+        return lines[0][len("TESSERA_CONF="):]
+    return None
+
+
+def check_case(tool, data, case):
+    doc, goal, want_rules, want_conf, want_text = CASES[case]
+    path = os.path.join(data, doc)
+    if case == "decay_no_run":  # the document as the library prints it, without tune's run data
+        with open(path) as fh:
+            d = json.load(fh)
+        d.pop("run", None)
+        tmp = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+        json.dump(d, tmp)
+        tmp.close()
+        path = tmp.name
+    goals = [goal] if goal else ["speed", "memory", "balanced"]
+    for g in goals:
+        res = run_advise(tool, path, g)
+        assert res.returncode == 0, "exit %d: %s" % (res.returncode, res.stderr)
+        got_rules, got_conf = rules_of(res.stdout), conf_of(res.stdout)
+        assert got_rules == want_rules, "goal %s: rules %r, expected %r\n%s" % (g, got_rules, want_rules, res.stdout)
+        assert got_conf == want_conf, "goal %s: conf %r, expected %r\n%s" % (g, got_conf, want_conf, res.stdout)
+        if want_rules:
+            assert res.stdout.count("   evidence: ") >= len(want_rules), res.stdout
+            assert res.stdout.count("   expect:   ") == len(want_rules), res.stdout
+        else:
+            assert "No change advised" in res.stdout, res.stdout
+        if want_text:
+            assert want_text in res.stdout, "%r not in output\n%s" % (want_text, res.stdout)
+    print("%s: %s" % (case, "ok"))
+
+
+def check_bad_input(tool):
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, text, want in (("empty.json", "{}", "holds no tessera JSON statistics"),
+                                 ("schema.json", '{"tessera": {"schema": 1}}', "schema 1 is not supported"),
+                                 ("nobins.json", '{"tessera": {"schema": 2, "options": {}, "stats": {}, "arenas": {}}}',
+                                  "arenas.merged")):
+            path = os.path.join(tmp, name)
+            with open(path, "w") as fh:
+                fh.write(text)
+            res = run_advise(tool, path, None)
+            assert res.returncode == 2, (name, res.returncode)
+            assert res.stdout == "", res.stdout
+            lines = res.stderr.splitlines()
+            assert len(lines) == 1 and lines[0].startswith("tessera advise: ") and want in lines[0], res.stderr
+        res = run_advise(tool, os.path.join(tmp, "missing.json"), None)
+        assert res.returncode == 2 and "cannot read" in res.stderr, res.stderr
+        res = run_advise(tool, os.path.join(tmp, "empty.json"), "fast")
+        assert res.returncode == 2 and "invalid choice" in res.stderr, res.stderr
+    print("bad_input: ok")
+
+
+def check_stderr_mixed(tool, data):
+    """A program's own stderr (with braces) around the JSON: the statistics are still found."""
+    with open(os.path.join(data, "tcache_max.json")) as fh:
+        doc = json.load(fh)
+    doc.pop("run", None)
+    text = 'log: {"not": "stats"}\nwarning { unbalanced\n' + json.dumps(doc, indent=1) + "\nbye {}\n"
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as tmp:
+        tmp.write(text)
+    res = run_advise(tool, tmp.name, "speed")
+    os.unlink(tmp.name)
+    assert res.returncode == 0, res.stderr
+    assert conf_of(res.stdout) == "tcache_max:24576", res.stdout
+    print("stderr_mixed: ok")
+
+
+def main():
+    tool, data, case = sys.argv[1:4]
+    if case == "bad_input":
+        check_bad_input(tool)
+    elif case == "stderr_mixed":
+        check_stderr_mixed(tool, data)
+    else:
+        check_case(tool, data, case)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
