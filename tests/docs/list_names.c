@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * list_names: prints every control name the library has (arena and class indices as
  * <i> and <j>, as docs/ctl.md writes them), one a line. The option names are those under
