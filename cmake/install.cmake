@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Installation, packaging and the launcher (included from the top-level CMakeLists.txt).
 #
 # Installs under CMAKE_INSTALL_PREFIX (or the prefix given to `cmake --install --prefix`):
@@ -8,6 +9,9 @@
 #                                               tessera::tessera_static
 #   bin/tessera                                 the launcher (tools/tessera.in)
 #   libexec/tessera/tessera-classes             the size-class table, run by `tessera classes`
+#   libexec/tessera/tessera-{advise,tune,plot}  the helper scripts in tools/, when present
+#   share/man/man1/tessera.1, man3/tessera.3    the manual pages (man/)
+#   share/doc/tessera/                          README.md, LICENSE, docs/*.md
 # It also writes a build-tree launcher, <build>/tessera, that preloads <build>/libtessera.so.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -30,6 +34,22 @@ install(TARGETS tessera tessera_static EXPORT tesseraTargets
 install(TARGETS tessera-classes RUNTIME DESTINATION ${TESSERA_TOOL_DIR})
 install(FILES ${PROJECT_SOURCE_DIR}/include/tessera.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
+# The launcher's helper commands written in Python (tessera advise, tune, plot); each is
+# installed once it exists in tools/.
+foreach(_helper advise tune plot)
+  if(EXISTS ${PROJECT_SOURCE_DIR}/tools/tessera-${_helper})
+    install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/tessera-${_helper} DESTINATION ${TESSERA_TOOL_DIR})
+  endif()
+endforeach()
+
+include(${CMAKE_CURRENT_LIST_DIR}/man.cmake)
+
+# The documentation, with docs/ kept beside the README so its links still work.
+install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/LICENSE
+  DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs
+  FILES_MATCHING PATTERN "*.md" PATTERN "*.svg")
+
 # CMake package: exported targets are relocatable (paths relative to the package file).
 install(EXPORT tesseraTargets NAMESPACE tessera:: DESTINATION ${TESSERA_CMAKE_DIR})
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/tesseraConfig.cmake.in
@@ -50,11 +70,11 @@ install(SCRIPT ${PROJECT_BINARY_DIR}/tessera_install_time.cmake)
 # The build-tree launcher: <build>/tessera runs a command with <build>/libtessera.so.
 if(CMAKE_VERSION VERSION_LESS 3.20)  # no file(GENERATE FILE_PERMISSIONS): default paths
   set(TESSERA_LAUNCHER_LIB "${PROJECT_BINARY_DIR}/libtessera.so")
-  set(TESSERA_LAUNCHER_CLASSES "${PROJECT_BINARY_DIR}/tessera-classes")
+  set(TESSERA_LAUNCHER_TOOLDIRS "${PROJECT_BINARY_DIR}:${PROJECT_SOURCE_DIR}/tools")
   configure_file(${PROJECT_SOURCE_DIR}/tools/tessera.in ${PROJECT_BINARY_DIR}/tessera @ONLY)
 else()
   set(TESSERA_LAUNCHER_LIB "$<TARGET_LINKER_FILE:tessera>")
-  set(TESSERA_LAUNCHER_CLASSES "$<TARGET_FILE:tessera-classes>")
+  set(TESSERA_LAUNCHER_TOOLDIRS "$<TARGET_FILE_DIR:tessera-classes>:${PROJECT_SOURCE_DIR}/tools")
   configure_file(${PROJECT_SOURCE_DIR}/tools/tessera.in
     ${PROJECT_BINARY_DIR}/tessera_launcher.genex @ONLY)
   file(GENERATE OUTPUT ${PROJECT_BINARY_DIR}/tessera

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Writes the sqlite3 workload of demo/run to stdout: a shop with customers and orders,
 inserted row by row in one transaction, then indexed, joined, grouped, updated and
 deleted. Deterministic: the same scale always gives the same SQL and the same results.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The python3 workload of demo/run: allocation-heavy work on dicts, strings and lists
 (build records, index their words, round-trip them through JSON, churn and sort them).
 Prints a summary and a digest of everything it built; deterministic for a given scale.

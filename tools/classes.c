@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Prints tessera's size-class table: each class's size, slab size, regions per slab
  * and the bytes per slab that no region can use. (`tessera classes`) */
 #include <stdio.h>
