@@ -13,7 +13,7 @@ HOME=$dir "$pprof" -top -nodecount=20 -sample_index=inuse_space "$file" > "$dir/
 cat "$dir/top.txt"
 python3 - "$dir/top.txt" <<'PY'
 import re, sys
-units = {'B': 1, 'kB': 1e3, 'MB': 1e6, 'GB': 1e9, 'KB': 1e3}
+units = {'B': 1, 'kB': 1024, 'KB': 1024, 'MB': 1024 ** 2, 'GB': 1024 ** 3}  # pprof's units are binary
 rows = {}
 for line in open(sys.argv[1]):
     m = re.match(r'\s*[\d.]+\w*\s+[\d.]+%\s+[\d.]+%\s+([\d.]+)(\w+)\s+[\d.]+%\s+(\S+)', line)

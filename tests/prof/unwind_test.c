@@ -88,7 +88,7 @@ __attribute__((noinline)) static void *thread_chain(void *arg) {
   return r;
 }
 
-static void check_recursion_and_limits(void) {
+__attribute__((noinline)) static void check_recursion_and_limits(void) {
   capture_t c = {.max = MAXF};
   chain_recurse(leaf_capture, &c, 10);
   name_all(&c);
