@@ -1,5 +1,7 @@
 #include "base.h"
 
+#include <string.h>
+
 #include "config.h"
 #include "lock.h"
 #include "os.h"
@@ -8,9 +10,15 @@
 #define BASE_CHUNK ((size_t)1 << 20)
 /* Bigger requests get a mapping of their own rather than most of a chunk. */
 #define BASE_BIG (BASE_CHUNK / 16)
+#define BASE_NLISTS (BASE_BIG / BASE_GRANULE) /* one free list per granule count */
+
+typedef struct free_block {
+  struct free_block *next;
+} free_block_t;
 
 static lock_t base_lock;
 static char *bump, *bump_end;
+static free_block_t *free_lists[BASE_NLISTS + 1];
 static size_t mapped_bytes;
 
 static size_t round_granule(size_t size) {
@@ -28,8 +36,13 @@ void *base_alloc(size_t size) {
   size = round_granule(size ? size : 1);
   void *p = NULL;
   lock_acquire(&base_lock);
+  free_block_t **list = &free_lists[size / BASE_GRANULE];
   if (size > BASE_BIG) {
     p = map_counted(align_up(size, PAGE));
+  } else if (*list != NULL) {
+    p = *list;
+    *list = (*list)->next;
+    memset(p, 0, size);
   } else {
     if ((size_t)(bump_end - bump) < size) { /* the old chunk's tail (< BASE_BIG) is abandoned */
       char *fresh = map_counted(BASE_CHUNK);
@@ -45,7 +58,24 @@ void *base_alloc(size_t size) {
   }
   tessera_assert(p == NULL || ((uintptr_t)p & (BASE_GRANULE - 1)) == 0);
   lock_release(&base_lock);
-  return p; /* fresh pages from the OS read as zero */
+  return p; /* fresh pages from the OS read as zero; reused blocks were cleared */
+}
+
+void base_free(void *p, size_t size) {
+  size = round_granule(size ? size : 1);
+  if (size > BASE_BIG) {
+    size_t bytes = align_up(size, PAGE);
+    os_unmap(p, bytes);
+    lock_acquire(&base_lock);
+    mapped_bytes -= bytes;
+    lock_release(&base_lock);
+    return;
+  }
+  lock_acquire(&base_lock);
+  free_block_t *b = p;
+  b->next = free_lists[size / BASE_GRANULE];
+  free_lists[size / BASE_GRANULE] = b;
+  lock_release(&base_lock);
 }
 
 size_t base_mapped_bytes(void) { return mapped_bytes; }

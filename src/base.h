@@ -1,10 +1,11 @@
 /*
  * base: the allocator for tessera's own metadata (extent records with their bitmaps,
  * arenas, statistics records). It never places metadata inside user memory. Memory
- * comes from the OS in 1 MiB chunks and is carved by bumping a pointer; nothing is ever
- * freed here (extent records are recycled by their arena, which keeps spare records),
- * and everything is counted as metadata. A request bigger than a chunk's useful part
- * gets a mapping of its own.
+ * comes from the OS in 1 MiB chunks and is carved by bumping a pointer; freed blocks
+ * (the heap profiler's tables as they grow, its dump scratch) wait on a free list per
+ * size for the next request of that size. A request bigger than 64 KiB gets a mapping
+ * of its own, unmapped when freed. Everything is counted as metadata. (Extent records
+ * are not freed here: their arena recycles them.)
  */
 #ifndef TESSERA_BASE_H
 #define TESSERA_BASE_H
@@ -13,6 +14,8 @@
 
 /* Zeroed memory of at least size bytes, aligned to 64; NULL if the OS refuses. */
 void *base_alloc(size_t size);
+/* Returns p, of the size it was asked with, for reuse. */
+void base_free(void *p, size_t size);
 size_t base_mapped_bytes(void);
 
 void base_fork_prepare(void);

@@ -73,4 +73,30 @@ void os_thread_exit_hook_arm(void *arg);
 /* Registers fork handlers (pthread_atfork). May allocate. */
 bool os_at_fork(void (*prepare)(void), void (*parent)(void), void (*child)(void));
 
+/* ---- files, for the heap profiler's dumps and symbols (none allocates; each keeps
+ * errno as it found it) ---- */
+
+/* Opens path for reading; returns the descriptor or -1. */
+int os_open_read(const char *path);
+/* Creates (or truncates) path for writing, mode 0644; append adds O_APPEND and keeps
+ * the contents. Returns the descriptor or -1. */
+int os_open_write(const char *path, bool append);
+/* read(2), retried on EINTR; returns bytes read, 0 at end, -1 on error. */
+long os_read(int fd, void *buf, size_t len);
+/* Writes all of buf, retrying on short writes and EINTR; false on error. */
+bool os_write_all(int fd, const void *buf, size_t len);
+void os_close(int fd);
+/* Maps a whole file read-only; *size receives its length. NULL if absent or empty. */
+const void *os_map_file(const char *path, size_t *size);
+void os_unmap_file(const void *p, size_t size);
+/* The process id (a raw getpid: correct in a child right after fork). */
+int os_getpid(void);
+/* The target of symlink path, NUL terminated, into buf; false if it cannot be read. */
+bool os_readlink(const char *path, char *buf, size_t buflen);
+/* Reads a whole small file into buf (NUL terminated, truncated to buflen - 1);
+ * returns the number of bytes read, or -1. */
+long os_read_file(const char *path, char *buf, size_t buflen);
+/* Wall-clock time (CLOCK_REALTIME) in nanoseconds since the Unix epoch. */
+uint64_t os_wall_ns(void);
+
 #endif

@@ -1,0 +1,179 @@
+/* prof_modules: see prof_modules.h for the locking argument. */
+#include "prof_modules.h"
+
+#include "base.h"
+#include "os.h"
+
+#include <string.h>
+
+static prof_module_table_t table;
+static unsigned table_capacity;
+static unsigned long long built_adds, built_subs;
+static bool built;
+static char exe_path[4096];
+
+typedef struct collect_ctx {
+  prof_module_t *out;
+  unsigned n, capacity;
+} collect_ctx_t;
+
+static void read_build_id(prof_module_t *m, const struct dl_phdr_info *info, const ElfW(Phdr) *ph) {
+  const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+  while (p + sizeof(ElfW(Nhdr)) <= end) {
+    const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)(const void *)p;
+    const uint8_t *name = p + sizeof(*n);
+    const uint8_t *desc = name + ((n->n_namesz + 3) & ~3u);
+    const uint8_t *next = desc + ((n->n_descsz + 3) & ~3u);
+    if (next > end) return;
+    if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && memcmp(name, "GNU", 4) == 0 &&
+        n->n_descsz <= sizeof(m->build_id)) {
+      memcpy(m->build_id, desc, n->n_descsz);
+      m->build_id_len = (uint8_t)n->n_descsz;
+      return;
+    }
+    p = next;
+  }
+}
+
+static void add_segment(prof_module_t *m, uintptr_t bias, const ElfW(Phdr) *ph) {
+  uintptr_t lo = bias + ph->p_vaddr, hi = lo + ph->p_memsz;
+  if (m->nsegments == 0 || lo < m->lo) m->lo = lo;
+  if (m->nsegments == 0 || hi > m->hi) m->hi = hi;
+  if (m->nsegments < PROF_MODULE_MAX_SEGMENTS) {
+    prof_segment_t *s = &m->segments[m->nsegments++];
+    s->lo = lo;
+    s->hi = hi;
+    s->file_offset = ph->p_offset;
+    s->exec = (ph->p_flags & PF_X) != 0;
+  }
+}
+
+static const char *module_name(const struct dl_phdr_info *info, bool first) {
+  if (info->dlpi_name && info->dlpi_name[0]) return info->dlpi_name;
+  if (!first) return "[vdso]";
+  if (!exe_path[0] && !os_readlink("/proc/self/exe", exe_path, sizeof(exe_path)))
+    return "[program]";
+  return exe_path;
+}
+
+static void describe(prof_module_t *m, const struct dl_phdr_info *info, bool first) {
+  memset(m, 0, sizeof(*m));
+  m->bias = info->dlpi_addr;
+  m->name = module_name(info, first);
+  for (unsigned i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type == PT_LOAD) add_segment(m, info->dlpi_addr, ph);
+    else if (ph->p_type == PT_GNU_EH_FRAME) m->eh_frame_hdr = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+    else if (ph->p_type == PT_DYNAMIC) m->dynamic = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
+    else if (ph->p_type == PT_NOTE && m->build_id_len == 0) read_build_id(m, info, ph);
+  }
+}
+
+static int collect_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  collect_ctx_t *c = arg;
+  if (c->n == c->capacity) { /* count only: the caller retries with more room */
+    c->n++;
+    return 0;
+  }
+  if (c->n > c->capacity) {
+    c->n++;
+    return 0;
+  }
+  describe(&c->out[c->n], info, c->n == 0);
+  if (c->out[c->n].nsegments > 0) c->n++;
+  return 0;
+}
+
+static void sort_by_lo(prof_module_t *m, unsigned n) {
+  for (unsigned i = 1; i < n; i++) { /* insertion sort: tens of modules */
+    prof_module_t x = m[i];
+    unsigned j = i;
+    for (; j > 0 && m[j - 1].lo > x.lo; j--) m[j] = m[j - 1];
+    m[j] = x;
+  }
+}
+
+static bool grow(unsigned need) {
+  unsigned cap = table_capacity ? table_capacity : 64;
+  while (cap < need) cap *= 2;
+  prof_module_t *fresh = base_alloc(cap * sizeof(prof_module_t));
+  if (!fresh) return false;
+  if (table.modules) base_free(table.modules, table_capacity * sizeof(prof_module_t));
+  table.modules = fresh;
+  table.count = 0;
+  table_capacity = cap;
+  return true;
+}
+
+/* Runs with the loader's lock held (nested dl_iterate_phdr: the lock is recursive). */
+static void refresh(void) {
+  for (int attempt = 0; attempt < 4; attempt++) {
+    if (table_capacity == 0 && !grow(64)) break;
+    collect_ctx_t c = {table.modules, 0, table_capacity};
+    dl_iterate_phdr(collect_cb, &c);
+    if (c.n <= table_capacity) {
+      sort_by_lo(table.modules, c.n);
+      table.count = c.n;
+      return;
+    }
+    if (!grow(c.n + 16)) break;
+  }
+  table.count = 0;
+}
+
+typedef struct locked_ctx {
+  void (*fn)(const prof_module_table_t *t, void *arg);
+  void *arg;
+  bool ran;
+} locked_ctx_t;
+
+static int locked_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+  locked_ctx_t *c = arg;
+  bool have_counters = size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs);
+  unsigned long long adds = have_counters ? info->dlpi_adds : 0, subs = have_counters ? info->dlpi_subs : 0;
+  if (!built || !have_counters || adds != built_adds || subs != built_subs) {
+    refresh();
+    built_adds = adds;
+    built_subs = subs;
+    built = true;
+  }
+  c->fn(&table, c->arg);
+  c->ran = true;
+  return 1; /* stop: only the first callback matters */
+}
+
+bool prof_modules_locked(void (*fn)(const prof_module_table_t *t, void *arg), void *arg) {
+  locked_ctx_t c = {fn, arg, false};
+  dl_iterate_phdr(locked_cb, &c);
+  return c.ran;
+}
+
+const prof_module_t *prof_module_find(const prof_module_table_t *t, uintptr_t addr) {
+  unsigned lo = 0, hi = t->count;
+  while (lo < hi) { /* first module with lo > addr */
+    unsigned mid = (lo + hi) / 2;
+    if (t->modules[mid].lo <= addr) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == 0) return NULL;
+  const prof_module_t *m = &t->modules[lo - 1];
+  return addr < m->hi ? m : NULL;
+}
+
+bool prof_module_readable(const prof_module_table_t *t, uintptr_t addr, size_t len) {
+  const prof_module_t *m = prof_module_find(t, addr);
+  return m && prof_module_readable_range(m, addr, len);
+}
+
+bool prof_module_readable_range(const prof_module_t *m, uintptr_t addr, size_t len) {
+  for (unsigned i = 0; i < m->nsegments; i++)
+    if (addr >= m->segments[i].lo && addr + len <= m->segments[i].hi && addr + len >= addr) return true;
+  return false;
+}
+
+const prof_segment_t *prof_module_segment(const prof_module_t *m, uintptr_t addr) {
+  for (unsigned i = 0; i < m->nsegments; i++)
+    if (m->segments[i].exec && addr >= m->segments[i].lo && addr < m->segments[i].hi) return &m->segments[i];
+  return NULL;
+}

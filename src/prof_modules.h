@@ -1,0 +1,69 @@
+/*
+ * prof_modules: the table of loaded ELF modules (program, shared libraries, vDSO) that
+ * the unwinder and the symbolizer consult: address ranges, .eh_frame_hdr, dynamic
+ * section, build id.
+ *
+ * Locking, and why it cannot deadlock. The table is read and refreshed only inside
+ * prof_modules_locked(), which runs its function from within a dl_iterate_phdr
+ * callback, that is while this thread holds the dynamic loader's lock
+ * (dl_load_write_lock, a recursive lock). So:
+ *   - no module can be unmapped (dlclose) while the unwinder reads its tables;
+ *   - refreshes are serialized by the loader's lock: the table has no lock of its own;
+ *   - the same thread re-entering (malloc called by the loader, or by another
+ *     dl_iterate_phdr callback, on this thread) takes the recursive lock again and
+ *     never blocks; the caller's per-thread guard (prof_sample) then skips the sample;
+ *   - another thread inside the loader may make us wait, but it never waits for us,
+ *     because we hold no allocator lock while we wait (the rule for callers: capture
+ *     the stack before taking any allocator lock).
+ * The table is refreshed when the loader's load/unload counters (dlpi_adds, dlpi_subs,
+ * seen on the first callback) differ from those it was built with. Metadata comes from
+ * base_alloc; a failed allocation leaves an empty table (stacks are then truncated to
+ * what frame pointers give).
+ */
+#ifndef TESSERA_PROF_MODULES_H
+#define TESSERA_PROF_MODULES_H
+
+#include <elf.h>
+#include <link.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROF_MODULE_MAX_SEGMENTS 8
+
+typedef struct prof_segment {
+  uintptr_t lo, hi;
+  uintptr_t file_offset;
+  bool exec;
+} prof_segment_t;
+
+typedef struct prof_module {
+  uintptr_t bias;             /* load bias: runtime address = link address + bias */
+  uintptr_t lo, hi;           /* span of the PT_LOAD segments */
+  const char *name;           /* path ("" never: the program gets /proc/self/exe) */
+  const uint8_t *eh_frame_hdr; /* NULL if the module has none */
+  const ElfW(Dyn) *dynamic;
+  unsigned nsegments;
+  prof_segment_t segments[PROF_MODULE_MAX_SEGMENTS];
+  uint8_t build_id_len;
+  uint8_t build_id[32];
+} prof_module_t;
+
+typedef struct prof_module_table {
+  prof_module_t *modules; /* sorted by lo */
+  unsigned count;
+} prof_module_table_t;
+
+/* Runs fn(table, arg) with the loader's lock held and the table current. Returns false
+ * (without calling fn) only if dl_iterate_phdr found no module at all. */
+bool prof_modules_locked(void (*fn)(const prof_module_table_t *t, void *arg), void *arg);
+/* The module whose PT_LOAD span holds addr, or NULL (binary search). */
+const prof_module_t *prof_module_find(const prof_module_table_t *t, uintptr_t addr);
+/* True when [addr, addr + len) lies inside one loaded segment of a module. */
+bool prof_module_readable(const prof_module_table_t *t, uintptr_t addr, size_t len);
+/* True when [addr, addr + len) lies inside one loaded segment of module m. */
+bool prof_module_readable_range(const prof_module_t *m, uintptr_t addr, size_t len);
+/* The executable segment of m that holds addr, or NULL. */
+const prof_segment_t *prof_module_segment(const prof_module_t *m, uintptr_t addr);
+
+#endif

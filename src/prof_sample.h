@@ -1,0 +1,109 @@
+/*
+ * prof_sample: which allocations are sampled, and what is remembered about them.
+ *
+ * Sampling is by bytes: each thread counts down a random number of bytes drawn from an
+ * exponential distribution with mean 2^lg_prof_sample; the allocation that crosses zero
+ * is sampled. A block of size s is then sampled with probability p(s) = 1 - e^(-s/mean)
+ * (a Poisson process over the allocated bytes), so counting it as 1/p(s) objects and
+ * s/p(s) bytes gives unbiased estimates (docs/profiling.md).
+ *
+ * A sampled block's record lives here, out of band, in a hash table by pointer; the
+ * allocator marks sampled blocks so that free only calls prof_record_free for them.
+ * Stacks are interned (deduplicated by hash) and never freed: each carries the live
+ * and cumulative counters. All memory comes from base_alloc, under one lock_t, and
+ * both tables have a bound (beyond it a sample is dropped and counted).
+ */
+#ifndef TESSERA_PROF_SAMPLE_H
+#define TESSERA_PROF_SAMPLE_H
+
+#include "prof_unwind.h"
+#include "types.h"
+
+/* Per-thread state: 24 bytes the allocator keeps in its thread data, zero-initialized. */
+typedef struct prof_thread {
+  /* The allocator's fast path subtracts each usable size; at or below zero it calls
+   * prof_sample_alloc. Starts at 0, so the first allocation draws the first interval. */
+  int64_t bytes_until_sample;
+  uint64_t prng;
+  bool busy; /* inside the profiler: nested allocations are never sampled */
+} prof_thread_t;
+
+typedef struct prof_config {
+  unsigned lg_sample;   /* mean sample interval 2^lg_sample bytes (0..40) */
+  unsigned max_depth;   /* frames kept per stack (1..PROF_DEPTH_MAX) */
+  unsigned max_stacks;  /* distinct stacks kept */
+  unsigned max_records; /* sampled blocks live at once */
+} prof_config_t;
+
+#define PROF_CONFIG_DEFAULT {19, 64, 1u << 16, 1u << 20}
+
+typedef struct prof_counts {
+  uint64_t live_objects, live_bytes;   /* sampled blocks now live, raw */
+  uint64_t alloc_objects, alloc_bytes; /* sampled blocks ever, raw */
+  double live_est_objects, live_est_bytes;   /* unbiased estimates */
+  double alloc_est_objects, alloc_est_bytes;
+} prof_counts_t;
+
+typedef struct prof_stack {
+  struct prof_stack *next_in_order; /* every stack, newest first (for snapshots) */
+  uint64_t hash;
+  prof_counts_t counts;
+  unsigned depth;
+  uintptr_t pcs[]; /* innermost first */
+} prof_stack_t;
+
+/* Sets the parameters and readies the tables (idempotent; before the first sample). */
+void prof_sample_init(const prof_config_t *config);
+/* The current mean interval in bytes. */
+uint64_t prof_sample_period(void);
+
+/* Draws the next interval for t (also seeds t's generator on first use). */
+uint64_t prof_bytes_until_sample(prof_thread_t *t);
+
+/* The fast-path test, for the allocator to inline. */
+static inline bool prof_sample_due(prof_thread_t *t, size_t usize) {
+  t->bytes_until_sample -= (int64_t)usize;
+  return unlikely(t->bytes_until_sample <= 0);
+}
+
+/* Slow path after prof_sample_due: captures the stack (leaving out prof_sample_alloc and
+ * the skip frames above it), records ptr as sampled and draws the next interval.
+ * Returns true if ptr is now sampled (the allocator then marks the block so its free
+ * calls prof_record_free). Call with no allocator lock held. */
+bool prof_sample_alloc(prof_thread_t *t, void *ptr, size_t usize, unsigned skip);
+/* Records ptr (of usable size usize) with an already captured stack. */
+bool prof_record_alloc(void *ptr, size_t usize, const uintptr_t *pcs, unsigned depth);
+/* Forgets a sampled block (free, or the old block of a realloc). Returns false if ptr
+ * was not sampled. */
+bool prof_record_free(void *ptr);
+
+/* The unbiasing weight of one sampled block: 1 / (1 - e^(-usize / period)). */
+double prof_sample_weight(size_t usize, uint64_t period);
+
+/* A consistent copy of every stack's counters, for the writers. */
+typedef struct prof_snapshot_entry {
+  const prof_stack_t *stack; /* stacks are never freed: the pointer stays valid */
+  prof_counts_t counts;
+} prof_snapshot_entry_t;
+
+typedef struct prof_snapshot {
+  prof_snapshot_entry_t *entries;
+  unsigned count;
+  size_t alloc_size;
+  uint64_t period;
+  prof_counts_t total;
+  uint64_t dropped; /* samples lost to the table bounds */
+} prof_snapshot_t;
+
+/* Fills s (memory from base_alloc); false if that memory cannot be had. */
+bool prof_snapshot_take(prof_snapshot_t *s);
+void prof_snapshot_release(prof_snapshot_t *s);
+/* Sorts entries by estimated live bytes, largest first (heap sort: no allocation). */
+void prof_snapshot_sort_live(prof_snapshot_t *s);
+
+/* fork: the table lock, taken in prepare, released in parent and child. */
+void prof_sample_fork_prepare(void);
+void prof_sample_fork_parent(void);
+void prof_sample_fork_child(void);
+
+#endif

@@ -1,0 +1,108 @@
+/* prof_unwind: see prof_unwind.h. */
+#include "prof_unwind.h"
+
+#include "prof_cfi.h"
+#include "prof_maps.h"
+
+#include <stddef.h>
+
+/* The calling thread's stack mapping, learned once per thread (and again if the stack
+ * pointer leaves it: a signal stack or a user-level thread's stack). */
+static __thread uintptr_t tls_stack_lo, tls_stack_hi __attribute__((tls_model("initial-exec")));
+
+static bool stack_bounds(uintptr_t sp, uintptr_t *lo, uintptr_t *hi) {
+  if (sp < tls_stack_lo || sp >= tls_stack_hi) {
+    uintptr_t l, h;
+    if (!prof_maps_find(sp, &l, &h)) return false;
+    tls_stack_lo = l;
+    tls_stack_hi = h;
+  }
+  *lo = sp;
+  *hi = tls_stack_hi;
+  return true;
+}
+
+/* Registers of the capturing function at one instruction: the unwinder starts here.
+ * One asm statement, so the PC and the stack pointer belong to the same instruction. */
+#define CAPTURE_REGS(regs)                                                              \
+  __asm__ volatile("lea 0(%%rip), %%rax\n\t"                                            \
+                   "mov %%rax, 128(%0)\n\t"                                             \
+                   "mov %%rsp, 56(%0)\n\t"                                              \
+                   "mov %%rbp, 48(%0)\n\t"                                              \
+                   "mov %%rbx, 24(%0)\n\t"                                              \
+                   "mov %%r12, 96(%0)\n\t"                                              \
+                   "mov %%r13, 104(%0)\n\t"                                             \
+                   "mov %%r14, 112(%0)\n\t"                                             \
+                   "mov %%r15, 120(%0)\n\t"                                             \
+                   :                                                                    \
+                   : "r"((regs)->r)                                                     \
+                   : "rax", "memory")
+
+#define CAPTURED_MASK                                                                   \
+  ((1u << PROF_REG_RIP) | (1u << PROF_REG_RSP) | (1u << PROF_REG_RBP) | (1u << PROF_REG_RBX) | \
+   (0xfu << PROF_REG_R12))
+
+typedef struct walk {
+  prof_regs_t regs;
+  prof_memory_t mem;
+  uintptr_t *pcs;
+  unsigned max, skip, n;
+} walk_t;
+
+/* The caller by frame pointers: [rbp] is the caller's rbp, [rbp + 8] the return address. */
+static bool step_frame_pointer(const prof_memory_t *mem, prof_regs_t *regs) {
+  uintptr_t fp = regs->r[PROF_REG_RBP], next_fp, ra;
+  if (!(regs->valid & (1u << PROF_REG_RBP)) || fp < regs->r[PROF_REG_RSP]) return false;
+  if (!prof_memory_read(mem, fp, &next_fp) || !prof_memory_read(mem, fp + 8, &ra) || ra == 0) return false;
+  regs->r[PROF_REG_RIP] = ra;
+  regs->r[PROF_REG_RSP] = fp + 16;
+  regs->r[PROF_REG_RBP] = next_fp;
+  regs->valid = (1u << PROF_REG_RIP) | (1u << PROF_REG_RSP) | (1u << PROF_REG_RBP);
+  return true;
+}
+
+/* Records the current frame's PC (after skipping) and says whether to go on. */
+static bool emit(walk_t *w) {
+  if (w->skip > 0) w->skip--;
+  else w->pcs[w->n++] = w->regs.r[PROF_REG_RIP];
+  return w->n < w->max;
+}
+
+static void walk(const prof_module_table_t *t, void *arg) {
+  walk_t *w = arg;
+  w->mem.modules = t;
+  bool first = true, use_cfi = t != NULL;
+  for (unsigned frames = 0; frames < PROF_DEPTH_MAX + 64; frames++) {
+    prof_step_t s = use_cfi ? prof_cfi_step(&w->mem, &w->regs, !first) : PROF_STEP_NO_FDE;
+    if (s == PROF_STEP_END || s == PROF_STEP_BAD) return;
+    if (s == PROF_STEP_NO_FDE && !step_frame_pointer(&w->mem, &w->regs)) return;
+    first = false;
+    if (w->regs.r[PROF_REG_RSP] >= w->mem.stack_hi) return;
+    if (!emit(w)) return;
+  }
+}
+
+static unsigned capture(walk_t *w, bool use_cfi) {
+  w->regs.valid = CAPTURED_MASK;
+  if (!stack_bounds(w->regs.r[PROF_REG_RSP], &w->mem.stack_lo, &w->mem.stack_hi)) return 0;
+  /* The capturing function's own frame is not reported. */
+  if (!use_cfi || !prof_modules_locked(walk, w)) walk(NULL, w);
+  return w->n;
+}
+
+__attribute__((noinline)) unsigned prof_unwind_capture(uintptr_t *pcs, unsigned max, unsigned skip) {
+  walk_t w = {.pcs = pcs, .max = max < PROF_DEPTH_MAX ? max : PROF_DEPTH_MAX, .skip = skip};
+  if (w.max == 0) return 0;
+  CAPTURE_REGS(&w.regs);
+  return capture(&w, true);
+}
+
+__attribute__((noinline)) unsigned prof_unwind_capture_fp(uintptr_t *pcs, unsigned max, unsigned skip) {
+  walk_t w = {.pcs = pcs, .max = max < PROF_DEPTH_MAX ? max : PROF_DEPTH_MAX, .skip = skip};
+  if (w.max == 0) return 0;
+  CAPTURE_REGS(&w.regs);
+  /* Without CFI the starting frame must be left by its frame pointer, which only a
+   * function built with frame pointers has: start from our caller's frame instead. */
+  w.regs.r[PROF_REG_RBP] = (uintptr_t)__builtin_frame_address(0);
+  return capture(&w, false);
+}
