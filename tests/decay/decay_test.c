@@ -1,5 +1,5 @@
 /*
- * Returning memory (issue 4), one scenario per invocation (argv[1]):
+ * Returning memory, one scenario per invocation (argv[1]):
  *   trim        pages really are released: RSS drops after malloc_trim(0), live data intact
  *   immediate   dirty_decay_ms:0 releases freed pages at once
  *   never       dirty_decay_ms:-1 never releases (even on later allocation activity)

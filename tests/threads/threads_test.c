@@ -1,5 +1,5 @@
 /*
- * Thread caches and arenas (issue 3), one scenario per invocation (argv[1]):
+ * Thread caches and arenas, one scenario per invocation (argv[1]):
  *   gc        a bin that went idle gives its cached blocks back (incremental GC)
  *   counters  after threads allocate, trade blocks, free everything and exit,
  *             stats.allocated is back to its starting value
