@@ -12,21 +12,20 @@
  *   slab     an extent cut into regions of one small class; a bitmap records the free
  *            regions. Its metadata (and bitmap) lives outside the slab, in base memory.
  *   region   one block handed to the program from a slab.
- *   bin      an arena's per-class state: the slab in use, the non-full slabs (lowest
- *            address first), counters.
+ *   bin      an arena's state for one small class: the slab in use, the non-full slabs
+ *            (lowest address first), one spare empty slab, counters (bin.c).
+ *   cache bin  a thread cache's stack of free blocks of one class (tcache.h).
+ *   class_id   a slab's size class (extent_t.class_id); "code" is class + 1 as the page
+ *            map and the free map store it.
  *   arena    independent allocator state: bins and free extents, behind their own locks.
- *   tcache   a thread's cache of free blocks, one cache_bin per cached class; the hot
+ *   tcache   a thread's cache of free blocks, one cache bin per cached class; the hot
  *            paths touch only this.
- *   base     the internal allocator for metadata (extent_t, tcaches, arenas).
- *   page map radix tree from page number to a pagemap entry (see pagemap.h).
+ *   stash    an arena's empty slabs, kept whole per class (stash.c).
+ *   base     the internal allocator for metadata (extent records, arenas, stats).
+ *   page map radix tree from page number to a pagemap entry (pagemap.h): the authority.
+ *   free map flat index from page to cache bin, for free's fast path (free_map.h).
  *
- * Layer order (each layer uses only the ones above it):
- *   os -> lock -> size_class, bitmap, pairing heap -> pagemap, base -> extent -> bin
- *   -> arena -> tcache -> malloc.c (the API front end), cxx.c, stats.c, fork.c
- *
- * Lock order (a thread holding a lock only ever takes locks further down the list):
- *   stats snapshot locks (ctl.c/stats.c) -> arenas_lock (arena creation) -> bin locks
- *   -> arena extent lock -> base lock. The thread-cache registry lock is a leaf.
+ * The layer order and the lock order are written once, in src/README.md.
  */
 #ifndef TESSERA_TYPES_H
 #define TESSERA_TYPES_H
