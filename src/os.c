@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -137,6 +138,44 @@ bool os_getenv(const char *name, char *buf, size_t buflen) {
   return false;
 }
 
+int os_pid(void) { return (int)getpid(); }
+
+uint64_t os_unix_time(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec;
+}
+
+size_t os_read_cmdline(char *buf, size_t buflen) {
+  int saved = errno;
+  size_t got = 0;
+  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    while (got < buflen) {
+      ssize_t n = read(fd, buf + got, buflen - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += (size_t)n;
+    }
+    close(fd);
+  }
+  errno = saved;
+  return got;
+}
+
+int os_create_file(const char *path) {
+  int fd;
+  do fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+void os_close(int fd) {
+  int saved = errno;
+  close(fd);
+  errno = saved;
+}
+
 bool os_read_config_file(const char *path, char *buf, size_t buflen) {
   int saved = errno;
   bool found = false;
@@ -219,6 +258,42 @@ static pthread_key_t exit_key;
 bool os_thread_exit_hook_init(void (*hook)(void *)) { return pthread_key_create(&exit_key, hook) == 0; }
 
 void os_thread_exit_hook_arm(void *arg) { pthread_setspecific(exit_key, arg); }
+
+static pthread_key_t observer_key;
+
+bool os_thread_exit_observer_init(void (*hook)(void *)) { return pthread_key_create(&observer_key, hook) == 0; }
+
+void os_thread_exit_observer_arm(void *arg) { pthread_setspecific(observer_key, arg); }
+
+void os_thread_name(char name[16]) {
+  int saved = errno;
+  memset(name, 0, 16);
+  if (prctl(PR_GET_NAME, name, 0, 0, 0) != 0) name[0] = '\0';
+  name[15] = '\0';
+  errno = saved;
+}
+
+bool os_thread_name_of(uint32_t tid, char name[16]) {
+  char path[48] = "/proc/self/task/", digits[12];
+  int nd = 0;
+  do digits[nd++] = (char)('0' + tid % 10), tid /= 10;
+  while (tid != 0);
+  size_t len = strlen(path);
+  while (nd > 0) path[len++] = digits[--nd];
+  memcpy(path + len, "/comm", 6);
+  int saved = errno;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  ssize_t n = -1;
+  if (fd >= 0) {
+    n = read(fd, name, 15);
+    close(fd);
+  }
+  errno = saved;
+  if (n < 0) return false;
+  name[n] = '\0';
+  if (n > 0 && name[n - 1] == '\n') name[n - 1] = '\0';
+  return true;
+}
 
 bool os_at_fork(void (*prepare)(void), void (*parent)(void), void (*child)(void)) {
   return pthread_atfork(prepare, parent, child) == 0;

@@ -47,6 +47,17 @@ int os_dup_stderr(void);
  * libc has set up environ by falling back to /proc/self/environ. Returns false when the
  * variable is absent, or when the process is setuid/setgid (AT_SECURE). */
 bool os_getenv(const char *name, char *buf, size_t buflen);
+/* The process id. */
+int os_pid(void);
+/* Unix time in seconds (CLOCK_REALTIME). */
+uint64_t os_unix_time(void);
+/* Reads up to buflen bytes of /proc/self/cmdline (arguments separated by NUL bytes);
+ * returns the number of bytes read (0 if unreadable). */
+size_t os_read_cmdline(char *buf, size_t buflen);
+/* Creates (or truncates) file path for writing, close-on-exec, mode 0644; -1 if the
+ * system refused (errno kept). */
+int os_create_file(const char *path);
+void os_close(int fd);
 /* Reads up to buflen-1 bytes of a file (following a symlink's target as a string if
  * the path is a symlink whose target is not a file) into buf. Returns false if absent. */
 bool os_read_config_file(const char *path, char *buf, size_t buflen);
@@ -70,6 +81,16 @@ bool os_start_service_thread(void (*main_fn)(void), const char *name);
  * allocate (the thread library's key storage). */
 bool os_thread_exit_hook_init(void (*hook)(void *));
 void os_thread_exit_hook_arm(void *arg);
+/* A second exit hook, independent of the first (same contract): for the thread-name
+ * statistics (thread_stats.c). Keys run in creation order (glibc runs thread-specific
+ * destructors by ascending key), so the hook initialised first runs first at exit. */
+bool os_thread_exit_observer_init(void (*hook)(void *));
+void os_thread_exit_observer_arm(void *arg);
+/* The calling thread's name (PR_GET_NAME: 15 characters at most, NUL terminated). */
+void os_thread_name(char name[16]);
+/* The name of thread tid of this process (/proc/self/task/<tid>/comm); false if the
+ * thread is gone. */
+bool os_thread_name_of(uint32_t tid, char name[16]);
 /* Registers fork handlers (pthread_atfork). May allocate. */
 bool os_at_fork(void (*prepare)(void), void (*parent)(void), void (*child)(void));
 
