@@ -13,6 +13,8 @@
 #include "pagemap.h"
 #include "purge.h"
 #include "size_class.h"
+#include "thread.h"
+#include "thread_stats.h"
 
 arena_t *arenas[MAX_ARENAS];
 _Atomic unsigned narenas_created;
@@ -40,6 +42,7 @@ void arena_init(arena_t *a, unsigned index) {
 
 bool arenas_init(unsigned narenas) {
   lock_init(&arenas_lock);
+  thread_stats_boot(); /* before the thread caches' exit hook: its observer runs first */
   atomic_store(&arena_default_dirty_decay_ms, opt_dirty_decay_ms);
   atomic_store(&arena_default_muzzy_decay_ms, opt_muzzy_decay_ms);
   if (narenas < 1) narenas = 1;
@@ -104,7 +107,80 @@ arena_t *arena_for_cpu(void) {
   return a != NULL ? a : arena_get(0);
 }
 
+static _Atomic unsigned nthreads_peak;
+
+unsigned arenas_nthreads_peak(void) { return atomic_load_explicit(&nthreads_peak, memory_order_relaxed); }
+
+void arenas_note_nthreads(unsigned n) {
+  unsigned peak = atomic_load_explicit(&nthreads_peak, memory_order_relaxed);
+  while (n > peak && !atomic_compare_exchange_weak_explicit(&nthreads_peak, &peak, n, memory_order_relaxed,
+                                                            memory_order_relaxed)) {
+  }
+}
+
+/* The threads bound now, plus the one choosing: two threads choosing at the same moment
+ * may both count the same total (the stats refresh samples the total again). */
+static void note_new_thread(void) {
+  unsigned n = 1, count = arenas_count();
+  for (unsigned i = 0; i < count; i++) {
+    arena_t *a = __atomic_load_n(&arenas[i], __ATOMIC_ACQUIRE);
+    if (a != NULL) n += atomic_load_explicit(&a->nthreads, memory_order_relaxed);
+  }
+  arenas_note_nthreads(n);
+}
+
+/* Whether name is one of arena_exclusive's |-separated names. */
+static bool name_is_exclusive(const char *name) {
+  size_t len = strlen(name);
+  for (const char *p = opt_arena_exclusive; *p != '\0';) {
+    const char *bar = strchr(p, '|');
+    size_t n = bar != NULL ? (size_t)(bar - p) : strlen(p);
+    if (n == len && len > 0 && memcmp(p, name, len) == 0) return true;
+    if (bar == NULL) break;
+    p = bar + 1;
+  }
+  return false;
+}
+
+/* An exclusive arena for the calling thread: a free one left by an exited thread of a
+ * matching name, else a new one; NULL when MAX_ARENAS are in use. */
+static arena_t *claim_exclusive_arena(void) {
+  uintptr_t me = thread_marker();
+  unsigned count = arenas_count();
+  for (unsigned i = narenas_limit; i < count; i++) {
+    arena_t *a = __atomic_load_n(&arenas[i], __ATOMIC_ACQUIRE);
+    uintptr_t free_owner = 0;
+    if (a != NULL && a->exclusive &&
+        atomic_compare_exchange_strong(&a->exclusive_owner, &free_owner, me))
+      return a;
+  }
+  arena_t *a = arena_create();
+  if (a == NULL) return NULL;
+  a->exclusive = true;
+  atomic_store(&a->exclusive_owner, me);
+  return a;
+}
+
+arena_t *arena_exclusive_check(void) {
+  if (opt_arena_exclusive[0] == '\0' || tls_thread.exclusive_arena != NULL) return NULL;
+  if (tls_thread.arena != NULL && (tls_thread.arena_pinned || tls_thread.name_checks >= ARENA_NAME_CHECKS))
+    return NULL;
+  if (tls_thread.arena != NULL) tls_thread.name_checks++;
+  char name[16];
+  os_thread_name(name);
+  if (!name_is_exclusive(name)) return NULL;
+  arena_t *a = claim_exclusive_arena();
+  if (a == NULL) return NULL;
+  tls_thread.exclusive_arena = a;
+  tls_thread.arena_pinned = true; /* the CPU balance must not move it away */
+  return a;
+}
+
 arena_t *arena_choose_for_new_thread(void) {
+  thread_stats_register();
+  note_new_thread();
+  arena_t *x = arena_exclusive_check();
+  if (x != NULL) return x;
   if (opt_arena_select == ARENA_SELECT_LEAST_LOADED) {
     arena_t *a = least_loaded();
     return a != NULL ? a : arena_get(0);
@@ -221,5 +297,9 @@ void arenas_fork_parent(void) { arenas_fork_release(); }
 void arenas_fork_child(void) {
   arenas_fork_release();
   for (unsigned i = 0; i < arenas_count(); i++)
-    if (arenas[i] != NULL) atomic_store(&arenas[i]->nthreads, 0);
+    if (arenas[i] != NULL) {
+      atomic_store(&arenas[i]->nthreads, 0);
+      if (arenas[i] != tls_thread.exclusive_arena) atomic_store(&arenas[i]->exclusive_owner, 0);
+    }
+  thread_stats_fork_child(); /* its lock is held until stats_fork_release */
 }

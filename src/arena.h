@@ -31,6 +31,16 @@ arena_t *arena_get(unsigned i);
 arena_t *arena_lookup(unsigned i);
 /* The arena a new thread should use. */
 arena_t *arena_choose_for_new_thread(void);
+/* arena_exclusive: when the calling thread's name is one of the option's, the arena
+ * it should move to (its own, pinned: tls_thread.exclusive_arena), else NULL. Looks at
+ * the name at the arena choice and, for a thread that may have been named since, at
+ * its next ARENA_NAME_CHECKS calls (a cache refill is the place: see docs/ctl.md). */
+#define ARENA_NAME_CHECKS 8
+arena_t *arena_exclusive_check(void);
+/* arenas.nthreads_peak: the most threads bound to arenas at once (sampled at each
+ * thread's arena choice and at each statistics refresh). */
+unsigned arenas_nthreads_peak(void);
+void arenas_note_nthreads(unsigned n);
 /* The automatic arena of the CPU the caller runs on. */
 arena_t *arena_for_cpu(void);
 

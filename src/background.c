@@ -30,17 +30,32 @@ static void decay_all_arenas(void) {
   }
 }
 
+/* Each start is a generation: a thread ends when background_stop has moved past its own. */
+static _Atomic unsigned generation;
+
 static void background_main(void) {
+  unsigned mine = atomic_load(&generation);
   for (;;) {
     os_sleep_ns(BACKGROUND_INTERVAL_NS);
+    if (atomic_load(&generation) != mine) return;
     decay_all_arenas();
   }
+}
+
+bool background_stop(void) {
+  int expected = BG_RUNNING;
+  if (!atomic_compare_exchange_strong(&background_state, &expected, BG_STOPPING)) return expected != BG_STARTING;
+  atomic_fetch_add(&generation, 1); /* the thread sees it at its next wake-up and returns */
+  atomic_store(&purge_background_active, false);
+  atomic_store(&background_state, BG_NONE);
+  return true;
 }
 
 bool background_start(void) {
   int expected = BG_NONE;
   if (!atomic_compare_exchange_strong(&background_state, &expected, BG_STARTING))
     return expected != BG_FAILED;
+  atomic_fetch_add(&generation, 1); /* a stopped thread still asleep must not come back */
   if (!os_start_service_thread(background_main, "tessera-bg")) {
     os_write_stderr("tessera: background_thread: could not start the thread; memory is returned on allocation activity only\n");
     atomic_store(&background_state, BG_FAILED);

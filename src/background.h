@@ -11,7 +11,7 @@
 
 #include "types.h"
 
-enum { BG_NONE, BG_STARTING, BG_RUNNING, BG_FAILED };
+enum { BG_NONE, BG_STARTING, BG_RUNNING, BG_FAILED, BG_STOPPING };
 extern _Atomic int background_state;
 
 /* Starts the thread if it is wanted (the option, or purge_wants_background) and not
@@ -19,6 +19,10 @@ extern _Atomic int background_state;
 void background_start_if_wanted(void);
 /* Starts the thread unless it runs (mallctl background_thread); false if it could not. */
 bool background_start(void);
+/* Stops the thread (mallctl background_thread false): it ends at its next wake-up,
+ * within 50 ms; purging goes back to allocation activity. False if it is starting. A
+ * later start makes a new thread; background_thread_auto may start one again. */
+bool background_stop(void);
 void background_fork_child(void);
 
 #endif

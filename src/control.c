@@ -9,6 +9,7 @@
 #include "init.h"
 #include "purge.h"
 #include "size_class.h"
+#include "background.h"
 #include "tcache.h"
 
 unsigned control_narenas(void) { return boot_ensure() ? arenas_count() : 0; }
@@ -114,4 +115,11 @@ int control_arena_decay_ms(unsigned index, bool muzzy, ssize_t *old_ms, const ss
   if (old_ms != NULL) *old_ms = atomic_load(field);
   if (new_ms != NULL) atomic_store(field, *new_ms);
   return 0;
+}
+
+int control_background_thread(bool *old, const bool *new_value) {
+  if (!boot_ensure()) return EAGAIN;
+  if (old != NULL) *old = atomic_load(&background_state) == BG_RUNNING;
+  if (new_value == NULL) return 0;
+  return (*new_value ? background_start() : background_stop()) ? 0 : EFAULT;
 }

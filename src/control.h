@@ -44,4 +44,8 @@ int control_arena_decay_ms(unsigned index, bool muzzy, ssize_t *old_ms, const ss
  * now on start with (automatic arenas created later included). Same conventions. */
 int control_default_decay_ms(bool muzzy, ssize_t *old_ms, const ssize_t *new_ms);
 
+/* background_thread: *old (if not NULL) whether the thread runs; new_value (if not
+ * NULL) starts or stops it. 0, or EFAULT when it could not be started or is starting. */
+int control_background_thread(bool *old, const bool *new_value);
+
 #endif

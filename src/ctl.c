@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "arena.h"
+#include "config.h"
 #include "control.h"
 #include "free_map.h"
 #include "init.h"
@@ -287,6 +289,91 @@ static int read_thread_counter(const ctl_node_t *n, const size_t *idx, void *out
   return put_u64(out, n->param ? deallocated : allocated);
 }
 
+static int read_nthreads_peak(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)n, (void)idx;
+  snapshot_lock(); /* a refresh samples the bound threads too */
+  stats_snapshot_unlock(&stats_ctl_snapshot);
+  return put_unsigned(out, arenas_nthreads_peak());
+}
+
+static int read_background_thread(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)n, (void)idx;
+  bool v;
+  int err = control_background_thread(&v, NULL);
+  if (err == 0) memcpy(out, &v, sizeof(v));
+  return err;
+}
+
+static int write_background_thread(const ctl_node_t *n, const size_t *idx, const void *in) {
+  (void)n, (void)idx;
+  bool v;
+  memcpy(&v, in, sizeof(v));
+  return control_background_thread(NULL, &v);
+}
+
+static int read_constant_bool(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)idx;
+  bool v = n->param != 0;
+  memcpy(out, &v, sizeof(v));
+  return 0;
+}
+
+static int read_config_malloc_conf(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)n, (void)idx;
+  return put_string(out, option_builtin_conf());
+}
+
+/* arena.<i>.dss: tessera maps with mmap only, as jemalloc built without sbrk: "disabled"
+ * reads back and is accepted; any other precedence is EFAULT, jemalloc's answer there. */
+static int read_arena_dss(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)n, (void)idx;
+  return put_string(out, "disabled");
+}
+
+static int write_arena_dss(const ctl_node_t *n, const size_t *idx, const void *in) {
+  (void)n, (void)idx;
+  const char *v;
+  memcpy(&v, in, sizeof(v));
+  return v != NULL && strcmp(v, "disabled") == 0 ? 0 : EFAULT;
+}
+
+/*
+ * tcache.create / flush / destroy: jemalloc's explicit caches. tessera keeps one cache
+ * per thread and no others: an identifier is a number MALLOCX_TCACHE(id) accepts, and
+ * allocations made with it use the calling thread's own cache. flush and destroy return
+ * the calling thread's cached blocks to the arenas (what jemalloc does for the explicit
+ * cache's blocks); destroy also frees the identifier. Unknown identifiers: EFAULT.
+ */
+#define TCACHE_IDS_MAX 4093 /* MALLOCX_TCACHE(id) keeps id + 2 in 12 bits */
+static _Atomic uint64_t tcache_ids[(TCACHE_IDS_MAX + 63) / 64];
+
+static int read_tcache_create(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)n, (void)idx;
+  for (unsigned w = 0; w < (TCACHE_IDS_MAX + 63) / 64; w++) {
+    uint64_t bits = atomic_load(&tcache_ids[w]);
+    while (~bits != 0) {
+      unsigned b = (unsigned)__builtin_ctzll(~bits);
+      if (w * 64 + b >= TCACHE_IDS_MAX) return EAGAIN;
+      if (atomic_compare_exchange_weak(&tcache_ids[w], &bits, bits | (1ull << b))) return put_unsigned(out, w * 64 + b);
+    }
+  }
+  return EAGAIN;
+}
+
+static bool tcache_id_live(unsigned id) {
+  return id < TCACHE_IDS_MAX && (atomic_load(&tcache_ids[id / 64]) >> (id % 64) & 1) != 0;
+}
+
+static int write_tcache_flush(const ctl_node_t *n, const size_t *idx, const void *in) {
+  (void)idx;
+  unsigned id;
+  memcpy(&id, in, sizeof(id));
+  if (!tcache_id_live(id)) return EFAULT;
+  tcache_flush_thread();
+  if (n->param) atomic_fetch_and(&tcache_ids[id / 64], ~(1ull << (id % 64))); /* destroy */
+  return 0;
+}
+
 /* ---- index checks ---- */
 
 /* Arena indices: an existing arena, or ARENAS_ALL (every arena, or the merged
@@ -356,6 +443,8 @@ static const ctl_node_t stats_arena_nodes[] = {
     ASTAT("dirty_nmadvise", CTL_U64, nmadvise),
     ASTAT("dirty_purged", CTL_U64, purged),
     ASTAT("muzzy_purged", CTL_U64, lazy_freed),
+    ASTAT("muzzy_reused", CTL_U64, reused_muzzy),
+    ASTAT("released_reused", CTL_U64, reused_released),
     ASTAT("tcache_bytes", CTL_SIZE, tcache_bytes),
     NAMED("small", stats_small_nodes),
     NAMED("large", stats_large_nodes),
@@ -376,6 +465,7 @@ static const ctl_node_t stats_nodes[] = {
 
 static const ctl_node_t arena_nodes[] = {
     ACTION("purge", do_arena_purge),
+    LEAF("dss", CTL_STRING, read_arena_dss, write_arena_dss, 0),
     ACTION("decay", do_arena_decay),
     PARAM_LEAF("dirty_decay_ms", CTL_SSIZE, read_arena_decay_ms, write_arena_decay_ms, 0),
     PARAM_LEAF("muzzy_decay_ms", CTL_SSIZE, read_arena_decay_ms, write_arena_decay_ms, 1),
@@ -392,6 +482,7 @@ static const ctl_node_t arenas_lextent_index[] = {INDEXED("<j>", arenas_lextent_
 
 static const ctl_node_t arenas_nodes[] = {
     LEAF("narenas", CTL_UNSIGNED, read_narenas, NULL, 0),
+    LEAF("nthreads_peak", CTL_UNSIGNED, read_nthreads_peak, NULL, 0),
     LEAF("create", CTL_UNSIGNED, read_arenas_create, NULL, 0),
     PARAM_LEAF("page", CTL_SIZE, read_constant_size, NULL, PAGE),
     PARAM_LEAF("quantum", CTL_SIZE, read_constant_size, NULL, QUANTUM),
@@ -415,8 +506,38 @@ static const ctl_node_t thread_nodes[] = {
     PARAM_LEAF("deallocated", CTL_U64, read_thread_counter, NULL, 1),
     END};
 
+#ifdef TESSERA_DEBUG
+#define CONFIG_DEBUG 1
+#else
+#define CONFIG_DEBUG 0
+#endif
+
+/* config.*: how this library was built, with jemalloc's names and meanings. */
+static const ctl_node_t config_nodes[] = {
+    PARAM_LEAF("cache_oblivious", CTL_BOOL, read_constant_bool, NULL, 0),
+    PARAM_LEAF("debug", CTL_BOOL, read_constant_bool, NULL, CONFIG_DEBUG),
+    PARAM_LEAF("fill", CTL_BOOL, read_constant_bool, NULL, 1),
+    PARAM_LEAF("lazy_lock", CTL_BOOL, read_constant_bool, NULL, 0),
+    LEAF("malloc_conf", CTL_STRING, read_config_malloc_conf, NULL, 0),
+    PARAM_LEAF("prof", CTL_BOOL, read_constant_bool, NULL, 0),
+    PARAM_LEAF("prof_libgcc", CTL_BOOL, read_constant_bool, NULL, 0),
+    PARAM_LEAF("prof_libunwind", CTL_BOOL, read_constant_bool, NULL, 0),
+    PARAM_LEAF("stats", CTL_BOOL, read_constant_bool, NULL, 1),
+    PARAM_LEAF("utrace", CTL_BOOL, read_constant_bool, NULL, 0),
+    PARAM_LEAF("xmalloc", CTL_BOOL, read_constant_bool, NULL, 0),
+    END};
+
+static const ctl_node_t tcache_nodes[] = {
+    LEAF("create", CTL_UNSIGNED, read_tcache_create, NULL, 0),
+    PARAM_LEAF("flush", CTL_UNSIGNED, NULL, write_tcache_flush, 0),
+    PARAM_LEAF("destroy", CTL_UNSIGNED, NULL, write_tcache_flush, 1),
+    END};
+
 static const ctl_node_t root_nodes[] = {
     LEAF("version", CTL_STRING, read_version, NULL, 0),
+    LEAF("background_thread", CTL_BOOL, read_background_thread, write_background_thread, 0),
+    NAMED("config", config_nodes),
+    NAMED("tcache", tcache_nodes),
     {"epoch", NODE_LEAF, NULL, NULL, CTL_U64, read_epoch, write_epoch, 0, 0, true},
     {"opt", NODE_OPTIONS, NULL, NULL, CTL_VOID, NULL, NULL, 0, 0, false},
     NAMED("stats", stats_nodes),

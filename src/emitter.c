@@ -78,3 +78,28 @@ void j_double(emitter_t *e, const char *key, double v) {
   emit(e, "%.4f", v);
 }
 
+
+static void emit_char(emitter_t *e, char c) {
+  if (e->len + 1 >= sizeof(e->buf) - 1) emit_flush(e);
+  e->buf[e->len++] = c;
+}
+
+void j_escaped(emitter_t *e, const char *key, const char *v, size_t len) {
+  static const char hex[] = "0123456789abcdef";
+  j_member(e, key);
+  emit_char(e, '"');
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)v[i];
+    if (c == '\0') {
+      emit_char(e, ' '); /* argument separator of /proc/self/cmdline */
+    } else if (c == '"' || c == '\\') {
+      emit_char(e, '\\');
+      emit_char(e, (char)c);
+    } else if (c < 0x20 || c >= 0x7f) { /* bytes, not UTF-8: the document stays valid */
+      emit(e, "\\u00%c%c", hex[c >> 4], hex[c & 15]);
+    } else {
+      emit_char(e, (char)c);
+    }
+  }
+  emit_char(e, '"');
+}

@@ -33,6 +33,10 @@ void j_close(emitter_t *e, char bracket);
 void j_u64(emitter_t *e, const char *key, uint64_t v);
 void j_str(emitter_t *e, const char *key, const char *v); /* v needs no escaping */
 void j_raw(emitter_t *e, const char *key, const char *v);
+/* A string of len bytes from outside (a command line, a thread name), JSON-escaped;
+ * NUL bytes become spaces (the argument separators of /proc/self/cmdline), other
+ * control and non-ASCII bytes \u00XX each (a byte string: always valid JSON). */
+void j_escaped(emitter_t *e, const char *key, const char *v, size_t len);
 void j_double(emitter_t *e, const char *key, double v);
 
 #endif

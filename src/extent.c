@@ -237,6 +237,19 @@ static bool grow(arena_t *a, size_t min_pages) {
   return true;
 }
 
+/* Pages of state `from` taken back into use: muzzy ones were lazily freed; retained
+ * ones were released if they came from a purge (released pages are assumed to be used
+ * before fresh ones: the retained set does not tell them apart once they coalesce). */
+static void note_reuse(arena_t *a, unsigned from, size_t npages) {
+  if (from == EXTENT_MUZZY) {
+    a->reused_muzzy_pages += npages;
+  } else if (from == EXTENT_RETAINED) {
+    size_t released = npages < a->retained_released_pages ? npages : a->retained_released_pages;
+    a->reused_released_pages += released;
+    a->retained_released_pages -= released;
+  }
+}
+
 extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_state_t state,
                        unsigned code, bool *zeroed) {
   lock_assert_held(&a->extent_lock);
@@ -261,6 +274,7 @@ extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_sta
     return NULL;
   }
   unsigned fstate = f->state;
+  note_reuse(a, fstate, npages);
   set_remove(set_of(a, fstate), f);
   clear_bounds(f);
   uintptr_t align = align_pages * PAGE;
@@ -318,6 +332,7 @@ bool extent_grow_in_place(arena_t *a, extent_t *e, size_t npages, unsigned code)
   if (n == NULL) n = free_neighbor(a, end, EXTENT_RETAINED);
   if (n == NULL || n->npages < extra) return false;
   extent_set_t *set = set_of(a, n->state);
+  note_reuse(a, n->state, extra);
   set_remove(set, n);
   clear_bounds(n);
   if (e->npages > 1) pagemap_set(last_page(e), 0);
@@ -367,6 +382,7 @@ size_t extent_move_oldest(arena_t *a, unsigned from, unsigned to, size_t keep_pa
     } else {
       os_release_pages((void *)e->addr, e->npages * PAGE);
       a->purged_pages += e->npages;
+      a->retained_released_pages += e->npages;
     }
     a->nmadvise++;
     moved += e->npages;

@@ -64,5 +64,6 @@ acquired:;
   /* We hold the lock now, so the counters are ours to update. */
   l->n_contended++;
   l->wait_ns_total += waited;
+  tls_thread.lock_wait_ns += waited; /* per thread, for the stats' threads section */
   if (waited > l->wait_ns_max) l->wait_ns_max = waited;
 }

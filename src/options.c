@@ -33,15 +33,23 @@ bool opt_junk = false;
 bool opt_zero = false;
 bool opt_stats_print = false;
 char opt_stats_print_opts[16] = "";
+char opt_stats_prefix[256] = "";
+char opt_arena_exclusive[256] = "";
+unsigned opt_percpu_arena = 0;
 char opt_slab_sizes[256] = "";
 slab_range_t opt_slab_ranges[SLAB_RANGES_MAX];
 unsigned opt_slab_nranges;
 
 static const char *const thp_names[] = {"default", "always", "never", NULL};
 static const char *const arena_select_names[] = {"cpu", "least_loaded", NULL};
+/* jemalloc's per-CPU arenas bind threads to the CPU they run on: tessera balances by CPU
+ * its own way (arena_select), so only jemalloc's "disabled" is accepted. */
+static const char *const percpu_arena_names[] = {"disabled", NULL};
 
 static bool valid_stats_opts(const char *v, size_t len);
 static bool valid_slab_sizes(const char *v, size_t len);
+static bool valid_thread_names(const char *v, size_t len);
+static bool valid_path_prefix(const char *v, size_t len);
 
 #define BOOL_OPTION(name, var, doc) {name, OPTION_BOOL, &var, 0, 1, doc, NULL, NULL, NULL}
 #define NUM_OPTION(name, type, var, lo, hi, doc) {name, type, &var, lo, hi, doc, NULL, NULL, NULL}
@@ -91,15 +99,49 @@ const option_def_t option_table[] = {
     BOOL_OPTION("stats_print", opt_stats_print, "Print statistics to stderr at exit."),
     STRING_OPTION("stats_print_opts", opt_stats_print_opts,
                   "Letters for the exit statistics: J for JSON; leave out g general, m merged arenas, "
-                  "a each arena, b bins, l large, x locks, t thread caches (d, e, h: accepted, no effect).",
-                  "letters from Jgmablxtdeh", valid_stats_opts),
+                  "a each arena, b bins, l large, x locks, t thread caches, T threads by name (d, e, h: accepted, no effect).",
+                  "letters from JgmablxtTdeh", valid_stats_opts),
+    STRING_OPTION("stats_prefix", opt_stats_prefix,
+                  "With stats_print: write the exit statistics to <prefix>.<pid>.json (J) or .txt "
+                  "instead of stderr; empty: stderr.",
+                  "a file path prefix (no comma), 200 characters at most", valid_path_prefix),
+    STRING_OPTION("arena_exclusive", opt_arena_exclusive,
+                  "Threads with these names (PR_SET_NAME) get an arena of their own, e.g. net-0|net-1; "
+                  "the name is looked at when the thread first allocates and at its next few cache refills.",
+                  "thread names of 1-15 characters (no comma or colon) separated by |", valid_thread_names),
+    ENUM_OPTION("percpu_arena", opt_percpu_arena,
+                "jemalloc's per-CPU arenas: only disabled (arena_select spreads threads by CPU).",
+                percpu_arena_names),
 };
 const unsigned option_count = sizeof(option_table) / sizeof(option_table[0]);
 _Static_assert(sizeof(option_table) / sizeof(option_table[0]) <= OPTION_MAX, "raise OPTION_MAX");
 
 static bool valid_stats_opts(const char *v, size_t len) {
   for (size_t i = 0; i < len; i++)
-    if (strchr("Jgmablxtdeh", v[i]) == NULL || v[i] == '\0') return false;
+    if (strchr("JgmablxtTdeh", v[i]) == NULL || v[i] == '\0') return false;
+  return true;
+}
+
+/* "NAME|NAME|...": each name 1-15 characters, no comma or colon. */
+static bool valid_thread_names(const char *v, size_t len) {
+  size_t run = 0;
+  for (size_t i = 0; i < len; i++) {
+    if (v[i] == ',' || v[i] == ':' || v[i] == '\0') return false;
+    if (v[i] != '|') {
+      if (++run > 15) return false;
+    } else {
+      if (run == 0) return false;
+      run = 0;
+    }
+  }
+  return len == 0 || run > 0;
+}
+
+/* Leaves room for ".<pid>.json" in a PATH_MAX-sized buffer of the printer. */
+static bool valid_path_prefix(const char *v, size_t len) {
+  if (len > 200) return false;
+  for (size_t i = 0; i < len; i++)
+    if (v[i] == ',' || v[i] == '\0') return false;
   return true;
 }
 
@@ -450,6 +492,8 @@ static void check_consistency(void) {
 static void read_config_file(const char *path, char *buf, size_t len) {
   if (os_read_config_file(path, buf, len)) options_parse(buf, path);
 }
+
+const char *option_builtin_conf(void) { return TESSERA_CONF_DEFAULT; }
 
 void options_init(void) {
   static char buf[4096];

@@ -43,6 +43,11 @@ extern bool opt_junk;
 extern bool opt_zero;
 extern bool opt_stats_print;
 extern char opt_stats_print_opts[16];
+/* stats_print's output file: "<prefix>.<pid>.json" (or .txt); empty: stderr. */
+extern char opt_stats_prefix[256];
+/* "NAME|NAME|...": threads with these names get an arena of their own (arena.c). */
+extern char opt_arena_exclusive[256];
+extern unsigned opt_percpu_arena; /* jemalloc's option: only "disabled" */
 /* "lo-hi:pages|lo-hi:pages|...": slab size in pages for the small classes whose size
  * lies in [lo, hi], later ranges winning; parsed into opt_slab_ranges. */
 extern char opt_slab_sizes[256];
@@ -87,6 +92,8 @@ const option_def_t *option_find(const char *name, size_t len);
 /* Writes "true or false", "an integer in [lo, hi]", ... (what the option accepts). */
 void option_accepted(const option_def_t *d, char *buf, size_t len);
 
+/* The compiled-in option string (TESSERA_CONF_DEFAULT; config.malloc_conf). */
+const char *option_builtin_conf(void);
 /* Reads every source. Warnings go to stderr; with abort_conf:true a bad entry aborts. */
 void options_init(void);
 /* Parses one "key:value,..." string; source names it in messages. Entries may also be

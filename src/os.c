@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -220,6 +221,42 @@ static pthread_key_t exit_key;
 bool os_thread_exit_hook_init(void (*hook)(void *)) { return pthread_key_create(&exit_key, hook) == 0; }
 
 void os_thread_exit_hook_arm(void *arg) { pthread_setspecific(exit_key, arg); }
+
+static pthread_key_t observer_key;
+
+bool os_thread_exit_observer_init(void (*hook)(void *)) { return pthread_key_create(&observer_key, hook) == 0; }
+
+void os_thread_exit_observer_arm(void *arg) { pthread_setspecific(observer_key, arg); }
+
+void os_thread_name(char name[16]) {
+  int saved = errno;
+  memset(name, 0, 16);
+  if (prctl(PR_GET_NAME, name, 0, 0, 0) != 0) name[0] = '\0';
+  name[15] = '\0';
+  errno = saved;
+}
+
+bool os_thread_name_of(uint32_t tid, char name[16]) {
+  char path[48] = "/proc/self/task/", digits[12];
+  int nd = 0;
+  do digits[nd++] = (char)('0' + tid % 10), tid /= 10;
+  while (tid != 0);
+  size_t len = strlen(path);
+  while (nd > 0) path[len++] = digits[--nd];
+  memcpy(path + len, "/comm", 6);
+  int saved = errno;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  ssize_t n = -1;
+  if (fd >= 0) {
+    n = read(fd, name, 15);
+    close(fd);
+  }
+  errno = saved;
+  if (n < 0) return false;
+  name[n] = '\0';
+  if (n > 0 && name[n - 1] == '\n') name[n - 1] = '\0';
+  return true;
+}
 
 bool os_at_fork(void (*prepare)(void), void (*parent)(void), void (*child)(void)) {
   return pthread_atfork(prepare, parent, child) == 0;

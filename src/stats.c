@@ -8,7 +8,9 @@
 #include "lock.h"
 #include "pagemap.h"
 #include "size_class.h"
+#include "os.h"
 #include "tcache.h"
+#include "thread_stats.h"
 
 stats_snapshot_t stats_ctl_snapshot;
 stats_snapshot_t stats_print_snapshot;
@@ -48,6 +50,8 @@ static void read_extents(arena_t *a, arena_stats_t *s) {
   s->nmadvise = a->nmadvise;
   s->purged = a->purged_pages;
   s->lazy_freed = a->lazy_freed_pages;
+  s->reused_muzzy = a->reused_muzzy_pages;
+  s->reused_released = a->reused_released_pages;
   lock_release(&a->extent_lock);
   read_lock(&a->extent_lock, &s->extent_lock);
 }
@@ -128,6 +132,8 @@ static void merge_arena(arena_stats_t *m, const arena_stats_t *s) {
   m->nmadvise += s->nmadvise;
   m->purged += s->purged;
   m->lazy_freed += s->lazy_freed;
+  m->reused_muzzy += s->reused_muzzy;
+  m->reused_released += s->reused_released;
   add_lock(&m->extent_lock, &s->extent_lock);
   for (unsigned c = 0; c < NSMALL; c++) {
     bin_stats_t *to = &m->bins[c];
@@ -141,6 +147,56 @@ static void merge_arena(arena_stats_t *m, const arena_stats_t *s) {
     to->curregs += from->curregs;
     to->curslabs += from->curslabs;
     add_lock(&to->lock, &from->lock);
+  }
+}
+
+/* ---- threads by name ---- */
+
+/* Live threads' caches, gathered under the locks and named after (the names are read
+ * from /proc); more than this many live threads are summed under "(other)". */
+#define LIVE_MAX 256
+typedef struct live_thread {
+  uint32_t tid; /* 0: no registered owner */
+  thread_counts_t counts;
+} live_thread_t;
+static live_thread_t live[LIVE_MAX]; /* under a snapshot lock: one refresh at a time */
+
+typedef struct live_walk {
+  stats_snapshot_t *snap;
+  unsigned n;
+} live_walk_t;
+
+/* Called with the thread-cache registry and the thread-name registry locked. */
+static void add_live_thread(const tcache_t *tc, void *arg) {
+  live_walk_t *w = arg;
+  thread_counts_t c;
+  memset(&c, 0, sizeof(c));
+  c.nthreads = 1;
+  c.arena = tc->arena != NULL ? (int)tc->arena->index : -1;
+  thread_counts_of_cache(tc, &c);
+  const thread_state_t *owner = thread_stats_owner(tc);
+  if (owner != NULL) c.lock_wait_ns = owner->lock_wait_ns;
+  if (w->n == LIVE_MAX || owner == NULL) {
+    memcpy(c.name, owner == NULL ? "?" : THREAD_STATS_OTHER, owner == NULL ? 2 : sizeof(THREAD_STATS_OTHER));
+    thread_table_add(&w->snap->threads, &c);
+    return;
+  }
+  live[w->n].tid = owner->tid;
+  live[w->n].counts = c;
+  w->n++;
+}
+
+/* Locks: the snapshot's (held), the thread-name registry, the thread-cache registry. */
+static void read_threads(stats_snapshot_t *s) {
+  live_walk_t w = {s, 0};
+  thread_stats_lock();
+  thread_stats_exited(&s->threads);
+  tcache_for_each(add_live_thread, &w);
+  thread_stats_unlock();
+  for (unsigned i = 0; i < w.n; i++) {
+    thread_counts_t *c = &live[i].counts;
+    if (!os_thread_name_of(live[i].tid, c->name)) memcpy(c->name, "?", 2); /* exited meanwhile */
+    thread_table_add(&s->threads, c);
   }
 }
 
@@ -192,6 +248,9 @@ void stats_refresh(stats_snapshot_t *s) {
   small_totals(&s->merged);
   read_lock(base_lock_for_stats(), &s->base_lock);
   totals_from(s);
+  arenas_note_nthreads(s->merged.nthreads);
+  s->nthreads_peak = arenas_nthreads_peak();
+  read_threads(s);
 }
 
 const arena_stats_t *stats_arena(const stats_snapshot_t *s, size_t i) {
@@ -209,9 +268,11 @@ void stats_snapshot_unlock(stats_snapshot_t *s) { lock_release(&s->lock); }
 void stats_fork_prepare(void) {
   lock_fork_prepare(&stats_ctl_snapshot.lock);
   lock_fork_prepare(&stats_print_snapshot.lock);
+  thread_stats_fork_prepare();
 }
 
 void stats_fork_release(void) {
+  thread_stats_fork_release();
   lock_fork_release(&stats_print_snapshot.lock);
   lock_fork_release(&stats_ctl_snapshot.lock);
 }

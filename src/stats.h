@@ -12,6 +12,7 @@
 #define TESSERA_STATS_H
 
 #include "tessera.h"
+#include "thread_stats.h"
 #include "types.h"
 
 typedef struct stats_lock {
@@ -41,6 +42,7 @@ typedef struct arena_stats {
   uint64_t small_nmalloc, small_ndalloc, small_nrequests;
   uint64_t large_nmalloc, large_ndalloc;
   uint64_t npurge, nmadvise, purged, lazy_freed; /* purge passes, madvise calls, pages */
+  uint64_t reused_muzzy, reused_released; /* pages taken back into use after a purge */
   stats_lock_t extent_lock;
   bin_stats_t bins[NSMALL];
   lextent_stats_t lextents[NLARGE_CLASSES]; /* per large size class */
@@ -58,6 +60,8 @@ typedef struct stats_snapshot {
   unsigned ntcaches;
   size_t tcache_bytes;
   uint64_t tcache_blocks[NCACHED_MAX]; /* blocks cached per class, over every thread */
+  unsigned nthreads_peak; /* most threads bound at once (arenas.nthreads_peak) */
+  thread_table_t threads; /* by thread name: exited threads, plus the live ones */
 } stats_snapshot_t;
 
 

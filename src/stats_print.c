@@ -20,9 +20,9 @@
 
 /* What to print: opts letters (as jemalloc's malloc_stats_print): J JSON; leave out
  * g general (version, options), m merged arenas, a per-arena, b bins, l large, x locks,
- * t thread caches. */
+ * t thread caches, T threads by name. */
 typedef struct print_opts {
-  bool json, general, merged, per_arena, bins, large, locks, tcaches;
+  bool json, general, merged, per_arena, bins, large, locks, tcaches, threads;
 } print_opts_t;
 
 static void j_lock(emitter_t *e, const char *key, const stats_lock_t *l) {
@@ -70,7 +70,10 @@ static void j_arena(emitter_t *e, const char *key, const arena_stats_t *s, const
   j_u64(e, "nmadvise", s->nmadvise);
   j_u64(e, "purged", s->purged);
   j_u64(e, "lazy_freed", s->lazy_freed);
+  j_u64(e, "reused_muzzy", s->reused_muzzy);
+  j_u64(e, "reused_released", s->reused_released);
   j_close(e, '}');
+  j_u64(e, "refaulted", s->reused_muzzy + s->reused_released);
   j_open(e, "small", '{');
   j_u64(e, "allocated", s->small_allocated);
   j_u64(e, "nmalloc", s->small_nmalloc);
@@ -155,17 +158,52 @@ static void j_tcaches(emitter_t *e, const stats_snapshot_t *s) {
   j_close(e, '}');
 }
 
+static void j_threads(emitter_t *e, const stats_snapshot_t *s) {
+  j_open(e, "threads", '[');
+  for (unsigned i = 0; i < s->threads.n; i++) {
+    const thread_counts_t *t = &s->threads.names[i];
+    j_open(e, NULL, '{');
+    j_escaped(e, "name", t->name, strlen(t->name));
+    j_u64(e, "nthreads", t->nthreads);
+    j_u64(e, "nexited", t->nexited);
+    j_u64(e, "nrequests", t->nrequests);
+    j_u64(e, "nfilled", t->nfilled);
+    j_u64(e, "nflushed", t->nflushed);
+    j_u64(e, "lock_wait_ns", t->lock_wait_ns);
+    char arena[16];
+    snprintf(arena, sizeof(arena), "%d", t->arena);
+    j_raw(e, "arena", arena);
+    j_close(e, '}');
+  }
+  j_close(e, ']');
+}
+
+/* Which process wrote the document: pid, command line, Unix time. */
+static void j_process(emitter_t *e) {
+  static char cmdline[1024]; /* guarded by the print snapshot's lock */
+  long got = os_read_file("/proc/self/cmdline", cmdline, sizeof(cmdline)); /* NUL-separated */
+  size_t n = got > 0 ? (size_t)got : 0;
+  while (n > 0 && cmdline[n - 1] == '\0') n--;
+  char pid[16];
+  snprintf(pid, sizeof(pid), "%d", os_getpid());
+  j_raw(e, "pid", pid);
+  j_escaped(e, "cmdline", cmdline, n);
+  j_u64(e, "time", os_wall_ns() / 1000000000u);
+}
+
 static void print_json(emitter_t *e, const stats_snapshot_t *s, const print_opts_t *o) {
   j_open(e, NULL, '{');
   j_open(e, "tessera", '{');
   j_str(e, "version", TESSERA_VERSION_STRING);
   j_u64(e, "schema", STATS_JSON_SCHEMA);
+  j_process(e);
   if (o->general) j_options(e);
   j_totals(e, s);
   j_open(e, "arenas", '{');
   j_u64(e, "narenas", s->narenas);
   j_u64(e, "automatic", s->nautomatic);
   j_u64(e, "nthreads", s->merged.nthreads);
+  j_u64(e, "nthreads_peak", s->nthreads_peak);
   if (o->merged) j_arena(e, "merged", &s->merged, o);
   if (o->per_arena) {
     j_open(e, "per_arena", '[');
@@ -185,6 +223,7 @@ static void print_json(emitter_t *e, const stats_snapshot_t *s, const print_opts
     j_close(e, '}');
   }
   if (o->tcaches) j_tcaches(e, s);
+  if (o->threads) j_threads(e, s);
   j_close(e, '}');
   j_close(e, '}');
   emit(e, "\n");
@@ -220,9 +259,10 @@ static void t_arena(emitter_t *e, const char *title, const arena_stats_t *s, con
   emit(e, "%s: threads %u, thread caches %u holding %zu bytes\n", title, s->nthreads, s->ntcaches, s->tcache_bytes);
   emit(e, "  pages: active %zu, dirty %zu, muzzy %zu, retained %zu; mapped %zu bytes\n", s->pactive, s->pdirty,
        s->pmuzzy, s->pretained, s->mapped);
-  emit(e, "  purging: passes %llu, madvise calls %llu, pages released %llu, lazily freed %llu\n",
+  emit(e, "  purging: passes %llu, madvise calls %llu, pages released %llu, lazily freed %llu; reused after purge: %llu lazily freed, %llu released\n",
        (unsigned long long)s->npurge, (unsigned long long)s->nmadvise, (unsigned long long)s->purged,
-       (unsigned long long)s->lazy_freed);
+       (unsigned long long)s->lazy_freed, (unsigned long long)s->reused_muzzy,
+       (unsigned long long)s->reused_released);
   emit(e, "  small: allocated %zu, nmalloc %llu, ndalloc %llu, nrequests %llu\n", s->small_allocated,
        (unsigned long long)s->small_nmalloc, (unsigned long long)s->small_ndalloc,
        (unsigned long long)s->small_nrequests);
@@ -257,16 +297,28 @@ static void t_tcaches(emitter_t *e, const stats_snapshot_t *s) {
   emit(e, "\n");
 }
 
+static void t_threads(emitter_t *e, const stats_snapshot_t *s) {
+  emit(e, "threads by name:       name  threads  exited   nrequests    nfilled   nflushed  lock_wait_ms  arena\n");
+  for (unsigned i = 0; i < s->threads.n; i++) {
+    const thread_counts_t *t = &s->threads.names[i];
+    emit(e, "  %25s %8llu %7llu %11llu %10llu %10llu %13.3f %6d\n", t->name, (unsigned long long)t->nthreads,
+         (unsigned long long)t->nexited, (unsigned long long)t->nrequests, (unsigned long long)t->nfilled,
+         (unsigned long long)t->nflushed, ms(t->lock_wait_ns), t->arena);
+  }
+}
+
 static void print_text(emitter_t *e, const stats_snapshot_t *s, const print_opts_t *o) {
   const tessera_counters *k = &s->totals;
   emit(e, "___ tessera %s statistics ___\n", TESSERA_VERSION_STRING);
   if (o->general) t_general(e);
-  emit(e, "arenas: %u (%u automatic), threads bound: %u, free map: %s\n", s->narenas, s->nautomatic,
-       s->merged.nthreads, free_map_enabled() ? "on" : "off");
+  emit(e, "pid %d, time %llu\n", os_getpid(), (unsigned long long)os_wall_ns() / 1000000000u);
+  emit(e, "arenas: %u (%u automatic), threads bound: %u (at most %u at once), free map: %s\n", s->narenas,
+       s->nautomatic, s->merged.nthreads, s->nthreads_peak, free_map_enabled() ? "on" : "off");
   emit(e, "allocated: %zu  active: %zu  metadata: %zu  resident: %zu  mapped: %zu  retained: %zu  dirty: %zu  muzzy: %zu\n",
        k->allocated, k->active, k->metadata, k->resident, k->mapped, k->retained, k->dirty, s->merged.pmuzzy * PAGE);
   if (o->locks) t_lock(e, "base lock:", &s->base_lock);
   if (o->tcaches) t_tcaches(e, s);
+  if (o->threads) t_threads(e, s);
   if (o->merged) t_arena(e, "all arenas", &s->merged, o);
   if (o->per_arena) {
     for (unsigned i = 0; i < s->narenas; i++) {
@@ -280,7 +332,7 @@ static void print_text(emitter_t *e, const stats_snapshot_t *s, const print_opts
 }
 
 static print_opts_t parse_print_opts(const char *opts) {
-  print_opts_t o = {false, true, true, true, true, true, true, true};
+  print_opts_t o = {false, true, true, true, true, true, true, true, true};
   for (const char *p = opts ? opts : ""; *p; p++) {
     switch (*p) {
     case 'J': o.json = true; break;
@@ -291,6 +343,7 @@ static print_opts_t parse_print_opts(const char *opts) {
     case 'l': o.large = false; break;
     case 'x': o.locks = false; break;
     case 't': o.tcaches = false; break;
+    case 'T': o.threads = false; break;
     default: break; /* jemalloc's other letters (d, e, h) have nothing to leave out here */
     }
   }
@@ -342,9 +395,24 @@ TESSERA_EXPORT void tessera_get_counters(tessera_counters *out) {
  * this library's destructor. */
 static int exit_stats_fd = -1;
 
-/* Runs at load, before main (and so before any atexit handler). */
+/* Runs at load, before main (and so before any atexit handler). With stats_prefix the
+ * file is opened at exit instead (the pid is the exiting process's, fork included). */
 __attribute__((constructor)) static void stats_print_at_start(void) {
-  if (boot_ensure() && opt_stats_print) exit_stats_fd = os_dup_stderr();
+  if (boot_ensure() && opt_stats_print && opt_stats_prefix[0] == '\0') exit_stats_fd = os_dup_stderr();
+}
+
+/* "<prefix>.<pid>.json" (or .txt): the file stats_print writes to, created now; -1 with
+ * a one-line message (then the statistics go to stderr) if it cannot be. */
+static int open_stats_file(bool json) {
+  char path[sizeof(opt_stats_prefix) + 32];
+  snprintf(path, sizeof(path), "%s.%d.%s", opt_stats_prefix, os_getpid(), json ? "json" : "txt");
+  int fd = os_open_write(path, false);
+  if (fd < 0) {
+    char msg[sizeof(path) + 80];
+    snprintf(msg, sizeof(msg), "tessera: stats_prefix: cannot create %s; statistics go to stderr\n", path);
+    os_write_stderr(msg);
+  }
+  return fd;
 }
 
 static void write_exit_fd_cb(void *opaque, const char *text) {
@@ -354,5 +422,8 @@ static void write_exit_fd_cb(void *opaque, const char *text) {
 
 __attribute__((destructor)) static void stats_at_exit(void) {
   if (!opt_stats_print || !boot_done()) return;
+  bool to_file = opt_stats_prefix[0] != '\0';
+  if (to_file) exit_stats_fd = open_stats_file(strchr(opt_stats_print_opts, 'J') != NULL);
   tessera_stats_print(exit_stats_fd >= 0 ? write_exit_fd_cb : NULL, NULL, opt_stats_print_opts);
+  if (to_file && exit_stats_fd >= 0) os_close(exit_stats_fd);
 }

@@ -30,6 +30,13 @@ typedef struct thread_state {
   uint32_t lock_id;    /* the id lock words store (kernel id << 1); 0 until first lock */
   uint8_t cache_state; /* THREAD_NEW ... */
   bool arena_pinned;   /* the program bound it to its arena (thread.arena): never moves */
+  /* Slow paths only, after everything the fast paths read. */
+  bool stats_registered; /* on the thread-name registry (thread_stats.c) */
+  uint32_t tid;          /* kernel thread id, recorded at registration */
+  uint64_t lock_wait_ns; /* time this thread waited on allocator locks (lock.c adds) */
+  arena_t *exclusive_arena; /* the arena arena_exclusive gave it, or NULL */
+  uint8_t name_checks;      /* arena_exclusive: name checks after the arena choice */
+  struct thread_state *stats_next, *stats_prev; /* the registry (thread_stats.c) */
 } thread_state_t;
 
 extern __thread thread_state_t tls_thread __attribute__((tls_model("initial-exec")));

@@ -184,6 +184,16 @@ typedef struct arena {
   uint64_t nmadvise;         /* madvise calls */
   uint64_t purged_pages;     /* pages released (MADV_DONTNEED) */
   uint64_t lazy_freed_pages; /* pages lazily freed (MADV_FREE) */
+  /* Pages taken back into use after a purge (each may cost a page fault): from the
+   * muzzy set, and released pages from the retained set (extent.c). */
+  uint64_t reused_muzzy_pages;
+  uint64_t reused_released_pages;
+  size_t retained_released_pages; /* of the retained set, pages released by purging (the
+                                     rest are fresh mappings, never touched) */
+  /* arena_exclusive: made for one thread by name; owner is that thread's marker while it
+   * lives (0: free for the next matching thread). */
+  bool exclusive;
+  _Atomic uintptr_t exclusive_owner;
   extent_t *spare_records[2]; /* unused extent records, without/with a bitmap */
   /* The slab stash (arena.c): empty slabs kept whole, per class lowest address first and
    * on one list oldest first (lru links). Their pages count as dirty, not active. */

@@ -96,7 +96,54 @@ static void mallctl_basics(void) {
   TT_CHECK(printed > 100);
 }
 
+static bool read_bool(const char *name) {
+  bool v = false;
+  size_t len = sizeof(v);
+  TT_CHECKF(mallctl(name, &v, &len, NULL, 0) == 0, "%s", name);
+  return v;
+}
+
+/* Names programs tuned for jemalloc use: config.*, background_thread, arena.<i>.dss,
+ * opt.percpu_arena, explicit caches. */
+static void jemalloc_habits(void) {
+  TT_CHECK(read_bool("config.stats") && !read_bool("config.prof") && read_bool("config.fill"));
+  (void)read_bool("config.debug");
+  TT_CHECK(mallctl("thread.allocatedp", NULL, NULL, NULL, 0) == ENOENT); /* see docs/ctl.md */
+  const char *s = NULL;
+  size_t len = sizeof(s);
+  TT_CHECK(mallctl("opt.percpu_arena", &s, &len, NULL, 0) == 0 && strcmp(s, "disabled") == 0);
+  TT_CHECK(mallctl("arena.0.dss", &s, &len, NULL, 0) == 0 && strcmp(s, "disabled") == 0);
+  const char *dss = "disabled";
+  TT_CHECK(mallctl("arena.0.dss", NULL, NULL, &dss, sizeof(dss)) == 0);
+  dss = "primary";
+  TT_CHECK(mallctl("arena.0.dss", NULL, NULL, &dss, sizeof(dss)) == EFAULT);
+  /* background_thread: starts, reads back, stops */
+  bool on = true, off = false;
+  TT_CHECK(mallctl("background_thread", NULL, NULL, &on, sizeof(on)) == 0);
+  TT_CHECK(read_bool("background_thread"));
+  TT_CHECK(mallctl("background_thread", NULL, NULL, &off, sizeof(off)) == 0);
+  TT_CHECK(!read_bool("background_thread"));
+  TT_CHECK(mallctl("background_thread", NULL, NULL, &on, sizeof(on)) == 0 && read_bool("background_thread"));
+  TT_CHECK(mallctl("background_thread", NULL, NULL, &off, sizeof(off)) == 0);
+  /* explicit caches: an identifier MALLOCX_TCACHE accepts; flush, destroy, then unknown */
+  unsigned tc, tc2;
+  len = sizeof(tc);
+  TT_CHECK(mallctl("tcache.create", &tc, &len, NULL, 0) == 0);
+  TT_CHECK(mallctl("tcache.create", &tc2, &len, NULL, 0) == 0 && tc2 != tc);
+  void *p = mallocx(100, MALLOCX_TCACHE(tc));
+  TT_CHECK(p != NULL && sallocx(p, 0) >= 100);
+  dallocx(p, MALLOCX_TCACHE(tc));
+  TT_CHECK(mallctl("tcache.flush", NULL, NULL, &tc, sizeof(tc)) == 0);
+  TT_CHECK(mallctl("tcache.destroy", NULL, NULL, &tc, sizeof(tc)) == 0);
+  TT_CHECK(mallctl("tcache.flush", NULL, NULL, &tc, sizeof(tc)) == EFAULT);
+  TT_CHECK(mallctl("tcache.destroy", NULL, NULL, &tc2, sizeof(tc2)) == 0);
+  unsigned peak;
+  len = sizeof(peak);
+  TT_CHECK(mallctl("arenas.nthreads_peak", &peak, &len, NULL, 0) == 0 && peak >= 1);
+}
+
 int main(void) {
+  jemalloc_habits();
   arenas_and_flags();
   mallctl_basics();
   printf("ctl.jemalloc_api: passed\n");

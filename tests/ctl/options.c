@@ -282,7 +282,7 @@ static void run_all(void) {
          BAD("slab_sizes:1-x:3", "lo-hi:pages ranges separated by |, 1 <= lo <= hi, pages >= 1, 255 characters at most"));
   expect("defaults", "slab_sizes:200-100:3",
          BAD("slab_sizes:200-100:3", "lo-hi:pages ranges separated by |, 1 <= lo <= hi, pages >= 1, 255 characters at most"));
-  expect("defaults", "stats_print_opts:Q", BAD("stats_print_opts:Q", "letters from Jgmablxtdeh"));
+  expect("defaults", "stats_print_opts:Q", BAD("stats_print_opts:Q", "letters from JgmablxtTdeh"));
   expect("defaults", "no_such_option:1", "tessera: TESSERA_CONF: unknown option 'no_such_option' (ignored; see tessera(3))\n");
   expect("defaults", "narenas", "tessera: TESSERA_CONF: missing value for 'narenas' (expected key:value)\n");
   expect("narenas", "tcache_max:big,narenas:1", BAD("tcache_max:big", "an integer in [0, 32768]"));

@@ -116,10 +116,31 @@ def check_stderr_mixed(tool, data):
     print("stderr_mixed: ok")
 
 
+def check_exclusive_by_name(tool, data):
+    """Threads summed under one name (the library's nthreads): judged per thread, so a
+    pool of 8 ordinary threads is not hot while one busy thread is; the process is named."""
+    with open(os.path.join(data, "exclusive.json")) as fh:
+        doc = json.load(fh)
+    doc["tessera"]["pid"], doc["tessera"]["cmdline"] = 4242, "server --port 1"
+    doc["tessera"]["threads"] = [
+        {"name": "pool", "nthreads": 8, "nrequests": 8 * 300000, "nfilled": 1, "nflushed": 1},
+        {"name": "net", "nthreads": 1, "nrequests": 3000000, "nfilled": 1, "nflushed": 1}]
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as tmp:
+        json.dump(doc, tmp)
+    res = run_advise(tool, tmp.name, "speed")
+    os.unlink(tmp.name)
+    assert res.returncode == 0, res.stderr
+    assert "arena_exclusive:net" in conf_of(res.stdout) and "pool" not in conf_of(res.stdout), res.stdout
+    assert "process 4242: server --port 1" in res.stdout, res.stdout
+    print("exclusive_by_name: ok")
+
+
 def main():
     tool, data, case = sys.argv[1:4]
     if case == "bad_input":
         check_bad_input(tool)
+    elif case == "exclusive_by_name":
+        check_exclusive_by_name(tool, data)
     elif case == "stderr_mixed":
         check_stderr_mixed(tool, data)
     else:
