@@ -10,6 +10,7 @@
 
 #include "tessera.h"
 
+#include "arena.h"
 #include "frontend.h"
 #include "init.h"
 
@@ -30,6 +31,28 @@ void *tessera_aligned_internal(size_t align, size_t size) {
   void *p = alloc_large(large_request(size), align < PAGE ? PAGE : align, false);
   if (p == NULL) errno = ENOMEM;
   return p;
+}
+
+size_t aligned_usable_size(size_t align, size_t size) {
+  if (align <= QUANTUM) return free_usable_of_malloc(size);
+  if (size > (size_t)PTRDIFF_MAX || align > ((size_t)1 << 62)) return 0;
+  if (align <= PAGE) {
+    size_t rounded = align_up(size, align);
+    if (rounded == 0) rounded = align;
+    if (rounded <= LOOKUP_MAX) return free_usable_of_malloc(rounded);
+  }
+  return large_usable_size(large_request(size));
+}
+
+void tessera_free_aligned_sized_internal(void *p, size_t align, size_t size, const char *func) {
+  /* A block of this size from plain malloc is accepted too: C++ uses the aligned delete
+   * only for over-aligned types, but C code may pass malloc's blocks with their natural
+   * alignment. */
+  tessera_free_checked_size(p, aligned_usable_size(align, size), free_usable_of_malloc(size), true, func);
+}
+
+TESSERA_EXPORT void free_aligned_sized(void *p, size_t align, size_t size) {
+  tessera_free_aligned_sized_internal(p, align, size, "free_aligned_sized()");
 }
 
 TESSERA_EXPORT int posix_memalign(void **out, size_t align, size_t size) {

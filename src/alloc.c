@@ -1,6 +1,8 @@
 /*
  * malloc and calloc. malloc's fast path pops a block from the thread cache (one table
- * load for the bin, one test, no lock); everything else is in the noinline slow path.
+ * load for the bin, one test, no lock) and clears its freed-block key (hardened_key.h);
+ * everything else is in the noinline slow path. Every path that hands out a block of a
+ * cached class clears the key, so that only a freed block ever holds it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -12,7 +14,9 @@
 #include "background.h"
 #include "bin.h"
 #include "config.h"
+#include "free_map.h"
 #include "frontend.h"
+#include "hardened_key.h"
 #include "init.h"
 #include "options.h"
 #include "size_class.h"
@@ -25,6 +29,9 @@
 
 void *alloc_counted(void *p, size_t usable) {
   if (p == NULL) return NULL;
+  /* Every size: a large block may shrink in place (realloc) into a cached class, and
+   * its second word, if the program never wrote it, must not hold a stale key. */
+  block_clear_freed_key(p);
   tls_thread.direct_allocated += usable;
   if (unlikely(opt_zero)) memset(p, 0, usable);
   else if (unlikely(opt_junk)) memset(p, JUNK_ALLOC, usable);
@@ -33,8 +40,9 @@ void *alloc_counted(void *p, size_t usable) {
 
 void *alloc_large(size_t size, size_t align, bool zero) {
   void *p = arena_malloc_large(current_arena(tcache_get()), size, align, zero);
+  if (unlikely(p == NULL) && free_map_release()) p = arena_malloc_large(current_arena(tcache_get()), size, align, zero);
   if (p == NULL || !zero) return alloc_counted(p, large_usable_size(size));
-  tls_thread.direct_allocated += large_usable_size(size); /* zeroed: never junk-filled */
+  tls_thread.direct_allocated += large_usable_size(size); /* zeroed (no key): never junk-filled */
   return p;
 }
 
@@ -44,13 +52,19 @@ static void *alloc_cached_class(tcache_t *tc, unsigned c) {
     cache_bin_t *b = tcache_bin(tc, c);
     if (b->head != b->slots + b->capacity) { /* refills need an empty bin: pop first */
       b->nmalloc++;
-      return *b->head++;
+      return block_clear_freed_key(*b->head++);
     }
-    return tcache_alloc_refill(tc, c);
+    return block_clear_freed_key(tcache_alloc_refill(tc, c));
   }
   arena_t *a = current_arena(tc);
   if (c >= NSMALL) return alloc_counted(arena_malloc_large(a, class_infos[c].size, PAGE, false), class_infos[c].size);
   return alloc_counted(bin_alloc_one(a, c), class_infos[c].size);
+}
+
+static void *alloc_any(size_t size) {
+  tcache_t *tc = tcache_get();
+  if (size <= LOOKUP_MAX) return alloc_cached_class(tc, size_to_class(size));
+  return alloc_counted(arena_malloc_large(current_arena(tc), size, PAGE, false), large_usable_size(size));
 }
 
 NOINLINE static void *malloc_slow(size_t size) {
@@ -60,10 +74,10 @@ NOINLINE static void *malloc_slow(size_t size) {
     return NULL;
   }
   if (atomic_load_explicit(&boot_constructed, memory_order_relaxed)) background_start_if_wanted();
-  tcache_t *tc = tcache_get();
-  void *p;
-  if (size <= LOOKUP_MAX) p = alloc_cached_class(tc, size_to_class(size));
-  else p = alloc_counted(arena_malloc_large(current_arena(tc), size, PAGE, false), large_usable_size(size));
+  void *p = alloc_any(size);
+  /* The OS refused memory: give back the free map's reservation (a program may have
+   * lowered its address-space limit) and try once more. */
+  if (unlikely(p == NULL) && free_map_release()) p = alloc_any(size);
   if (unlikely(p == NULL)) errno = ENOMEM;
   return p;
 }
@@ -76,7 +90,9 @@ TESSERA_EXPORT void *malloc(size_t size) {
     if (likely((uint16_t)(uintptr_t)head != b->low_empty)) {
       b->head = head + 1;
       b->nmalloc++;
-      return *head;
+      void *p = *head;
+      ((block_word_t *)p)[1] = 0; /* the freed-block key */
+      return p;
     }
   }
   return malloc_slow(size);

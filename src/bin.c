@@ -129,7 +129,10 @@ static inline bool free_region(arena_t *a, bin_t *bin, uint64_t magic, extent_t 
   tessera_assert(slab->arena == a && &a->bins[slab->class_id] == bin);
   uint32_t idx = magic_quotient(magic, (uint32_t)((uintptr_t)p - slab->addr));
   tessera_assert(idx < slab->nregs && slab->addr + (uintptr_t)idx * class_infos[slab->class_id].size == (uintptr_t)p);
-  if (unlikely(bitmap_get(slab->bitmap, idx))) fatal_pointer("free()", "double free", p);
+  /* Free already: a double free is caught at the second free by the freed-block key
+   * (hardened_key.h), so a block found free here was never handed out (or its key was
+   * overwritten after the first free). */
+  if (unlikely(bitmap_get(slab->bitmap, idx))) fatal_pointer("free()", "invalid pointer", p);
   bitmap_set(slab->bitmap, idx);
   if (idx / 64 < slab->first_word) slab->first_word = idx / 64;
   slab->nfree++;

@@ -17,7 +17,7 @@ unsigned bin_fill(arena_t *a, unsigned c, void **out, unsigned n);
 /* One region for a caller without a thread cache (counted as a request). */
 void *bin_alloc_one(arena_t *a, unsigned c);
 /* Returns region p of slab to its bin; the caller holds the bin's lock and has checked
- * that p starts a region. Aborts on a double free (the region is already free). */
+ * that p starts a region. Aborts if the region is free already ("invalid pointer"). */
 void bin_free_locked(arena_t *a, bin_t *bin, extent_t *slab, void *p);
 /* Returns to arena a's bin of class c, under one acquisition of its lock, every block of
  * items[0 .. n) whose slab belongs to a; the others are moved to the front of items and

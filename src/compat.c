@@ -57,12 +57,11 @@ TESSERA_EXPORT void dallocx(void *ptr, int flags) { control_free(ptr, decode(fla
 
 TESSERA_EXPORT void sdallocx(void *ptr, size_t size, int flags) {
   alloc_flags_t d = decode(flags);
-  if (ptr == NULL) return;
-  if (d.use_tcache || size > tessera_usable_size_internal(ptr, "sdallocx()")) {
-    tessera_free_sized_internal(ptr, size, "sdallocx()"); /* aborts if size is too large */
-    return;
-  }
-  control_free(ptr, false);
+  size_t n = size == 0 ? 1 : size;
+  /* mallocx rounds a request through the cache (aligned_usable_size) or, with an arena
+   * or without the cache, through control_alloc: either size class is the block's. */
+  tessera_free_checked_size(ptr, aligned_usable_size(d.align, n), control_alloc_usable(n, d.align), d.use_tcache,
+                            "sdallocx()");
 }
 
 /* Whether realloc can serve the request: no arena, cache or alignment wishes. */

@@ -77,7 +77,7 @@ void control_free(void *p, bool use_tcache) {
     return;
   }
   unsigned c;
-  extent_t *e = free_lookup_block(p, "dallocx()", &c);
+  extent_t *e = free_lookup_block(p, "dallocx()", &c, true);
   free_to_arena(e, c, p);
 }
 

@@ -92,12 +92,10 @@ EXPORT void _ZdaPvRKSt9nothrow_t(void *p, const void *nt) { (void)nt; tessera_fr
 EXPORT void _ZdlPvSt11align_val_t(void *p, size_t align) { (void)align; tessera_free_internal(p); }
 EXPORT void _ZdaPvSt11align_val_t(void *p, size_t align) { (void)align; tessera_free_internal(p); }
 EXPORT void _ZdlPvmSt11align_val_t(void *p, size_t size, size_t align) {
-  (void)align;
-  tessera_free_sized_internal(p, size, "operator delete()");
+  tessera_free_aligned_sized_internal(p, align, size, "operator delete()");
 }
 EXPORT void _ZdaPvmSt11align_val_t(void *p, size_t size, size_t align) {
-  (void)align;
-  tessera_free_sized_internal(p, size, "operator delete[]()");
+  tessera_free_aligned_sized_internal(p, align, size, "operator delete[]()");
 }
 EXPORT void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const void *nt) {
   (void)align;

@@ -17,6 +17,15 @@ static uintptr_t home_window = UINTPTR_MAX; /* addr >> HOME_SHIFT of the heap; s
 #define ARRAY_PAGES (FREE_MAP_BYTES / PAGE)
 static _Atomic uint64_t touched[ARRAY_PAGES / 64];
 static _Atomic size_t touched_pages;
+/* Which pages of the array ever had an entry written, of any code (a clear included):
+ * the pages every lookup of a live block reads, kept when the reservation is released. */
+static _Atomic uint64_t covered[ARRAY_PAGES / 64];
+
+/* The release (free_map_release) against writers of entries: a writer announces itself
+ * in `writers` and then checks `released`; the release sets `released` and then waits
+ * for `writers` to drain (both sequentially consistent: one of the two sees the other). */
+static _Atomic unsigned writers;
+static _Atomic bool released;
 
 size_t free_map_mapped_bytes(void) {
   return atomic_load_explicit(&touched_pages, memory_order_relaxed) * PAGE;
@@ -30,6 +39,21 @@ static void note_touched(const free_map_entry_t *e) {
     atomic_fetch_add_explicit(&touched_pages, 1, memory_order_relaxed);
 }
 
+static void note_covered(const free_map_entry_t *e) {
+  size_t page = (size_t)((uintptr_t)e - (uintptr_t)free_map_entries) / PAGE;
+  uint64_t bit = (uint64_t)1 << (page % 64);
+  if (!(atomic_load_explicit(&covered[page / 64], memory_order_relaxed) & bit))
+    atomic_fetch_or_explicit(&covered[page / 64], bit, memory_order_relaxed);
+}
+
+static bool writer_enter(void) {
+  atomic_fetch_add(&writers, 1);
+  if (!atomic_load(&released)) return true;
+  atomic_fetch_sub(&writers, 1);
+  return false;
+}
+static void writer_exit(void) { atomic_fetch_sub(&writers, 1); }
+
 void free_map_boot(void) {
   /* Only where the reservation cannot crowd out the program's own mappings. */
   if (!opt_free_map || os_address_space_limit() < 8 * FREE_MAP_BYTES) return;
@@ -37,6 +61,7 @@ void free_map_boot(void) {
   if (entries == NULL) return;
   os_set_huge_pages(entries, FREE_MAP_BYTES, 2); /* a touched entry must cost 4 KiB, not 2 MiB */
   free_map_entries = entries;
+  note_covered(&entries[0]); /* the entry every lookup reads once the map is off */
   __atomic_store_n(&free_map_mask, ((uintptr_t)1 << FREE_MAP_LG_PAGES) - 1, __ATOMIC_RELEASE);
 }
 
@@ -67,6 +92,7 @@ static void write_entries(uintptr_t addr, size_t npages, unsigned code) {
     uintptr_t page = addr + k * PAGE;
     free_map_entry_t *e = &free_map_entries[(page >> LG_PAGE) & (((uintptr_t)1 << FREE_MAP_LG_PAGES) - 1)];
     if (code != 0) note_touched(e);
+    note_covered(e);
     e->to_offset = code ? (uint32_t)(k * PAGE - page) : 0;
     e->cache_bin_offset = code * (uint32_t)sizeof(cache_bin_t);
     tessera_assert(free_map_block_offset(e, page) == (code ? k * PAGE : (uint32_t)page));
@@ -79,14 +105,43 @@ void free_map_set_block(uintptr_t addr, size_t npages, bool slab, unsigned code)
     free_map_clear_block(addr, npages, slab);
     return;
   }
-  if (!in_home_window(addr, npages)) return;
-  write_entries(addr, slab ? npages : 1, code);
+  if (!writer_enter()) return;
+  if (in_home_window(addr, npages)) write_entries(addr, slab ? npages : 1, code);
+  writer_exit();
 }
 
 void free_map_clear_block(uintptr_t addr, size_t npages, bool slab) {
   /* Entries are only ever written inside the home window; outside it there is nothing
    * to clear (and writing would clear another block's aliased entry). */
   if (free_map_entries == &off_entry) return;
-  if (addr >> HOME_SHIFT != __atomic_load_n(&home_window, __ATOMIC_ACQUIRE)) return;
+  if (addr >> HOME_SHIFT != __atomic_load_n(&home_window, __ATOMIC_ACQUIRE) || !writer_enter()) return;
   write_entries(addr, slab ? npages : 1, 0);
+  writer_exit();
+}
+
+/* Unmaps the pages [first, end) of the array. */
+static void unmap_array_pages(size_t first, size_t end) {
+  if (end > first) os_unmap((char *)free_map_entries + first * PAGE, (end - first) * PAGE);
+}
+
+bool free_map_release(void) {
+  if (free_map_entries == &off_entry) return false;
+  bool expected = false;
+  if (!atomic_compare_exchange_strong(&released, &expected, true)) return false;
+  __atomic_store_n(&free_map_mask, 0, __ATOMIC_SEQ_CST);
+  while (atomic_load(&writers) != 0) os_yield();
+  /* Every lookup from now on reads entry 0. A free that loaded the mask just before
+   * reads the entry of its block's page, in a covered page, which stays mapped. */
+  size_t run = 0; /* first page of the current run of uncovered pages */
+  for (size_t w = 0; w < ARRAY_PAGES / 64; w++) {
+    uint64_t bits = atomic_load_explicit(&covered[w], memory_order_relaxed);
+    if (bits == 0) continue;
+    for (unsigned b = 0; b < 64; b++) {
+      if (!((bits >> b) & 1)) continue;
+      unmap_array_pages(run, w * 64 + b);
+      run = w * 64 + b + 1;
+    }
+  }
+  unmap_array_pages(run, ARRAY_PAGES);
+  return true;
 }

@@ -21,8 +21,9 @@
  * reservation is refused (strict overcommit), not tried (an RLIMIT_AS limit at start-up)
  * or not wanted (free_map:false), every free takes the slow path, which finds the block
  * through the page map and still uses the thread cache. The reservation counts against
- * RLIMIT_AS: a program that lowers the limit while running should run with
- * free_map:false.
+ * RLIMIT_AS: when a program lowers the limit while running, the OS's first refusal of
+ * memory gives it back (free_map_release: the map goes off for good, and only the pages
+ * of the array that hold entries stay mapped), and the allocation is retried.
  */
 #ifndef TESSERA_FREE_MAP_H
 #define TESSERA_FREE_MAP_H
@@ -59,6 +60,10 @@ void free_map_set_block(uintptr_t addr, size_t npages, bool slab, unsigned code)
 /* Clears what free_map_set_block wrote. */
 void free_map_clear_block(uintptr_t addr, size_t npages, bool slab);
 bool free_map_enabled(void);
+/* Turns the map off for good and unmaps the parts of its reservation that no entry was
+ * written in (one page per 2 MiB of heap stays). True if it released anything: the
+ * first call after a successful boot; false afterwards. */
+bool free_map_release(void);
 /* Bytes of the array ever written (resident): counted as metadata. */
 size_t free_map_mapped_bytes(void);
 

@@ -20,18 +20,31 @@ void *alloc_large(size_t size, size_t align, bool zero);
 
 /* free.c */
 void tessera_free_internal(void *p);
-/* The block p starts; aborts naming func if p is not a live block tessera handed out.
- * *class_out receives its class, CODE_LARGE for an uncached large block. */
-extent_t *free_lookup_block(const void *p, const char *func, unsigned *class_out);
-/* Frees block p of class c (from free_lookup_block) straight to its arena. */
+/* The block p starts; aborts naming func if p is not a live block tessera handed out
+ * ("invalid pointer"), or is one freed before: "double free" if freeing (the caller is
+ * about to free it), else "use after free". *class_out receives its class, CODE_LARGE
+ * for an uncached large block. */
+extent_t *free_lookup_block(const void *p, const char *func, unsigned *class_out, bool freeing);
+/* Frees block p of class c (from free_lookup_block) straight to its arena, keyed. */
 void free_to_arena(extent_t *e, unsigned c, void *p);
-/* free with a size (and alignment) the caller claims; verified against the block. */
+/* free with a size the caller claims (malloc's rules); aborts unless the block's size
+ * class is the size's. */
 void tessera_free_sized_internal(void *p, size_t size, const char *func);
+/* The usable size malloc(size) gives (0 if impossible). */
+size_t free_usable_of_malloc(size_t size);
+/* Frees p (through the thread cache if use_tcache) if its usable size is usable or
+ * usable_alt (two allocation paths may round one request differently); else aborts
+ * naming func ("size of another size class"). */
+void tessera_free_checked_size(void *p, size_t usable, size_t usable_alt, bool use_tcache, const char *func);
 /* The usable size of the live block p; aborts naming func if p is not one. */
 size_t tessera_usable_size_internal(const void *p, const char *func);
 
 /* aligned.c */
 void *tessera_aligned_internal(size_t align, size_t size);
+/* The usable size tessera_aligned_internal(align, size) gives (0 if impossible). */
+size_t aligned_usable_size(size_t align, size_t size);
+/* free_aligned_sized's check, naming func (C++'s aligned sized delete shares it). */
+void tessera_free_aligned_sized_internal(void *p, size_t align, size_t size, const char *func);
 
 /* realloc.c */
 /* xallocx: resizes the large block p in place to at least size and at most size + extra

@@ -11,6 +11,7 @@
 #include "arena.h"
 #include "free_map.h"
 #include "frontend.h"
+#include "hardened_key.h"
 #include "pagemap.h"
 #include "size_class.h"
 #include "tcache.h"
@@ -23,7 +24,8 @@ static bool fits_cached_class(const void *p, size_t size) {
   if (fe->cache_bin_offset == 0 || size > LOOKUP_MAX) return false;
   unsigned code = fe->cache_bin_offset / (unsigned)sizeof(cache_bin_t);
   return class_of_lookup[(size + 15) >> 4] == code - 1 &&
-         magic_divides(class_infos[code - 1].magic, free_map_block_offset(fe, (uintptr_t)p));
+         magic_divides(class_infos[code - 1].magic, free_map_block_offset(fe, (uintptr_t)p)) &&
+         !block_has_freed_key(p); /* a freed block: the slow path names the misuse */
 }
 
 /* Resizes the large block e in place to new_usable bytes, counting the change. */
@@ -37,12 +39,14 @@ static bool resize_large(extent_t *e, size_t old_usable, size_t new_usable) {
 TESSERA_EXPORT void *realloc(void *p, size_t size) {
   if (p == NULL) return tessera_malloc_internal(size);
   if (size == 0) { /* glibc's behaviour: free and return NULL */
+    unsigned c;
+    free_lookup_block(p, "realloc()", &c, true); /* a misuse is named realloc's */
     tessera_free_internal(p);
     return NULL;
   }
   if (fits_cached_class(p, size)) return p;
   unsigned c;
-  extent_t *e = free_lookup_block(p, "realloc()", &c);
+  extent_t *e = free_lookup_block(p, "realloc()", &c, true);
   if (unlikely(size > (size_t)PTRDIFF_MAX)) {
     errno = ENOMEM;
     return NULL;
@@ -76,7 +80,7 @@ static size_t large_target(size_t n) { return n > SMALL_MAX ? large_usable_size(
 
 size_t realloc_in_place(void *p, size_t size, size_t extra, bool zero) {
   unsigned c;
-  extent_t *e = free_lookup_block(p, "xallocx()", &c);
+  extent_t *e = free_lookup_block(p, "xallocx()", &c, false);
   if (c < NSMALL) return class_infos[c].size; /* a region cannot change size */
   size_t old_usable = e->npages * PAGE;
   size_t want = size > SIZE_MAX - extra ? SIZE_MAX : size + extra;

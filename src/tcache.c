@@ -5,6 +5,7 @@
 #include "arena.h"
 #include "bin.h"
 #include "config.h"
+#include "free_map.h"
 #include "lock.h"
 #include "options.h"
 #include "os.h"
@@ -103,6 +104,7 @@ static tcache_t *tcache_create(void) {
   tcache_t *tc = pool_take(size);
   if (tc == NULL) {
     tc = os_map(size);
+    if (tc == NULL && free_map_release()) tc = os_map(size); /* an address-space limit */
     if (tc == NULL) return NULL;
     atomic_fetch_add_explicit(&tcache_mapped, size, memory_order_relaxed);
   }

@@ -57,7 +57,7 @@ static void arenas_and_flags(void) {
   dallocx(p, 0);
   void *q = mallocx(3000, MALLOCX_ALIGN(4096) | MALLOCX_TCACHE_NONE);
   TT_CHECK(q != NULL && ((uintptr_t)q & 4095) == 0);
-  sdallocx(q, 3000, MALLOCX_TCACHE_NONE);
+  sdallocx(q, 3000, MALLOCX_ALIGN(4096) | MALLOCX_TCACHE_NONE); /* jemalloc: the same flags */
   q = mallocx(100, MALLOCX_LG_ALIGN(6));
   TT_CHECK(q != NULL && ((uintptr_t)q & 63) == 0 && nallocx(100, MALLOCX_LG_ALIGN(6)) == sallocx(q, 0));
   q = rallocx(q, 10, 0);
