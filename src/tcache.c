@@ -176,6 +176,15 @@ void thread_bind_arena(arena_t *a) {
 static arena_t *refill_arena(tcache_t *tc, unsigned c) {
   arena_t *a = tc->arena;
   uintptr_t me = thread_marker();
+  /* arena_exclusive: a thread often names itself after its first malloc, so the name is
+   * looked at again here (a bounded number of times per thread: arena.c). */
+  if (unlikely(opt_arena_exclusive[0] != '\0')) {
+    arena_t *x = arena_exclusive_check();
+    if (x != NULL) {
+      rebind(x);
+      a = x;
+    }
+  }
   if (opt_arena_select == ARENA_SELECT_CPU && !tls_thread.arena_pinned && narenas_limit > 1 &&
       atomic_load_explicit(&a->last_refiller, memory_order_relaxed) != me &&
       atomic_load_explicit(&a->bins[c].lock.state, memory_order_relaxed) != 0) {
