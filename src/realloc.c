@@ -84,19 +84,18 @@ size_t realloc_in_place(void *p, size_t size, size_t extra, bool zero) {
   if (c < NSMALL) return class_infos[c].size; /* a region cannot change size */
   size_t old_usable = e->npages * PAGE;
   size_t want = size > SIZE_MAX - extra ? SIZE_MAX : size + extra;
-  /* As jemalloc: a block already between size and size + extra stays as it is; a
-   * smaller one grows to size + extra if its neighbour allows, else to size; a bigger
-   * one shrinks to size + extra. Only to large sizes: a small size would need a slab
-   * region, so the block stays. */
-  if (old_usable >= size && old_usable <= want) return old_usable;
-  size_t candidates[2] = {large_target(want), old_usable < size ? large_target(size) : 0};
-  for (int i = 0; i < 2; i++) {
-    size_t usable = candidates[i];
-    if (usable == 0 || usable == old_usable) continue;
-    if (resize_large(e, old_usable, usable)) {
-      if (zero && usable > old_usable) memset((char *)p + old_usable, 0, usable - old_usable);
-      return usable;
+  /* As jemalloc: grow to size + extra where the neighbour allows (else to size, if the
+   * block is smaller than that); a block then between size and size + extra stays as it
+   * is; a bigger one shrinks to size + extra. Only to large sizes: a small size would
+   * need a slab region, so the block stays. */
+  size_t grow[2] = {old_usable < want ? large_target(want) : 0, old_usable < size ? large_target(size) : 0};
+  for (int i = 0; i < 2; i++)
+    if (grow[i] > old_usable && resize_large(e, old_usable, grow[i])) {
+      if (zero) memset((char *)p + old_usable, 0, grow[i] - old_usable);
+      return grow[i];
     }
-  }
+  if (old_usable >= size && old_usable <= want) return old_usable;
+  size_t shrink = old_usable > want ? large_target(want) : 0;
+  if (shrink != 0 && shrink < old_usable && resize_large(e, old_usable, shrink)) return shrink;
   return old_usable;
 }
