@@ -33,6 +33,26 @@ static unsigned bin_capacity(unsigned c) {
   return n;
 }
 
+/*
+ * Adaptive capacity: a small bin starts at bin_capacity() and doubles, up to
+ * bin_max_capacity(), when it overflows again after a refill, round after round (a
+ * program that allocates a batch of one size bigger than the bin, frees it, and starts
+ * over: every round would otherwise fill and flush through the arena). The GC halves an
+ * idle bin's capacity back towards its start. A bin's stack is reserved at its largest
+ * capacity, so growing only moves its full mark; untouched slots cost no memory.
+ */
+#define TCACHE_GROWN_SLOTS 2048                 /* at most this many blocks per bin */
+#define TCACHE_GROWN_BYTES ((size_t)1 << 20)    /* and at most this many bytes of blocks */
+#define TCACHE_GROW_STREAK 2                    /* overflows after refills before growing */
+
+static unsigned bin_max_capacity(unsigned c) {
+  unsigned base = bin_capacity(c);
+  if (base == 0 || c >= NSMALL) return base;
+  size_t by_bytes = TCACHE_GROWN_BYTES / class_infos[c].size;
+  unsigned grown = by_bytes < TCACHE_GROWN_SLOTS ? (unsigned)by_bytes : TCACHE_GROWN_SLOTS;
+  return grown > base ? grown : base;
+}
+
 static void thread_exit(void *arg);
 
 /* Debug build: a bin's head lies within its stack, the empty position holds the NULL
@@ -85,16 +105,17 @@ static void pool_give(tcache_t *tc) {
   bool kept = pool_count < TCACHE_POOL_MAX;
   if (kept) pool[pool_count++] = tc;
   lock_release(&registry_lock);
-  if (!kept) {
-    atomic_fetch_sub_explicit(&tcache_mapped, tc->alloc_size, memory_order_relaxed);
-    os_unmap(tc, tc->alloc_size);
-  }
+  atomic_fetch_sub_explicit(&tcache_mapped, tc->committed, memory_order_relaxed);
+  if (!kept) os_unmap(tc, tc->alloc_size);
 }
 
 static tcache_t *tcache_create(void) {
   tessera_assert(tls_thread.cache_state == THREAD_CREATING);
-  size_t slots = 0;
-  for (unsigned c = 0; c < NCACHED_MAX; c++) slots += bin_capacity(c) + 1; /* +1: stack[-1] */
+  size_t slots = 0, committed = 0;
+  for (unsigned c = 0; c < NCACHED_MAX; c++) {
+    slots += bin_max_capacity(c) + 1; /* +1: the sentinel at the empty end */
+    committed += (bin_capacity(c) + 1) * sizeof(void *);
+  }
   /* Mapped directly rather than from base: a cache is ~30 KiB of stacks of which a thread
    * touches only what it uses, and unmapping it at thread exit gives that back (a program
    * with a thousand short threads must not keep a thousand caches resident). A few
@@ -106,22 +127,24 @@ static tcache_t *tcache_create(void) {
     tc = os_map(size);
     if (tc == NULL && free_map_release()) tc = os_map(size); /* an address-space limit */
     if (tc == NULL) return NULL;
-    atomic_fetch_add_explicit(&tcache_mapped, size, memory_order_relaxed);
   }
   tc->alloc_size = size;
+  tc->committed = sizeof(tcache_t) + committed;
+  atomic_fetch_add_explicit(&tcache_mapped, tc->committed, memory_order_relaxed);
   void **slot = (void **)(tc + 1);
   for (unsigned c = 0; c < NCACHED_MAX; c++) {
     cache_bin_t *b = tcache_bin(tc, c);
     unsigned capacity = bin_capacity(c);
     if (capacity == 0) continue; /* head NULL, marks 0: empty and full, never caches */
+    void **empty = slot + bin_max_capacity(c);
     b->capacity = (uint16_t)capacity;
     b->region_magic = class_infos[c].magic;
-    b->slots = slot;
-    b->head = slot + capacity; /* empty */
-    b->low_empty = (uint16_t)(uintptr_t)b->head;
-    b->low_full = (uint16_t)(uintptr_t)slot;
-    slot[capacity] = NULL; /* the sentinel: free's double-free test reads *head */
-    slot += capacity + 1;
+    b->slots = empty - capacity;
+    b->head = empty;
+    b->low_empty = (uint16_t)(uintptr_t)empty;
+    b->low_full = (uint16_t)(uintptr_t)b->slots;
+    *empty = NULL; /* the sentinel: free's double-free test reads *head */
+    slot = empty + 1;
   }
   tc->arena = thread_arena();
   lock_acquire(&registry_lock);
@@ -224,14 +247,47 @@ void tcache_thread_counters(uint64_t *allocated, uint64_t *deallocated) {
 
 static void flush_oldest(tcache_t *tc, unsigned c, unsigned n);
 
+/* Sets bin c's capacity (its blocks must fit): the empty end stays, the full mark moves. */
+static void set_capacity(tcache_t *tc, unsigned c, unsigned capacity) {
+  cache_bin_t *b = tcache_bin(tc, c);
+  tessera_assert(capacity >= bin_capacity(c) && capacity <= bin_max_capacity(c));
+  tessera_assert(cache_bin_count(b) <= capacity);
+  void **empty = b->slots + b->capacity;
+  size_t before = b->capacity, after = capacity;
+  b->slots = empty - capacity;
+  b->capacity = (uint16_t)capacity;
+  b->low_full = (uint16_t)(uintptr_t)b->slots;
+  if (after > before) tc->committed += (after - before) * sizeof(void *);
+  else tc->committed -= (before - after) * sizeof(void *);
+  if (after > before) atomic_fetch_add_explicit(&tcache_mapped, (after - before) * sizeof(void *), memory_order_relaxed);
+  else atomic_fetch_sub_explicit(&tcache_mapped, (before - after) * sizeof(void *), memory_order_relaxed);
+  check_bin(b);
+}
+
 static void tcache_gc_tick(tcache_t *tc) {
   if (++tc->events % TCACHE_GC_EVENTS != 0) return;
   unsigned c = tc->gc_bin;
   tc->gc_bin = (c + 1) % NCACHED_MAX;
   cache_bin_t *b = tcache_bin(tc, c);
   unsigned count = cache_bin_count(b);
-  if (b->nmalloc == b->gc_nmalloc && count > 0) flush_oldest(tc, c, (count + 1) / 2);
+  if (b->nmalloc == b->gc_nmalloc) { /* idle since the last look */
+    if (count > 0) flush_oldest(tc, c, (count + 1) / 2);
+    unsigned base = bin_capacity(c), half = b->capacity / 2u;
+    if (b->capacity > base) set_capacity(tc, c, half > base ? half : base);
+    tc->overflow_streak[c + 1] = 0;
+  }
   b->gc_nmalloc = b->nmalloc;
+}
+
+/* Bin c is full: true when it should grow rather than flush (see set_capacity). */
+static bool should_grow(tcache_t *tc, unsigned c) {
+  cache_bin_t *b = tcache_bin(tc, c);
+  unsigned k = c + 1;
+  bool after_refill = b->nfilled != tc->overflow_mark[k];
+  tc->overflow_mark[k] = b->nfilled;
+  if (!after_refill) return false; /* one long run of frees: a flush serves it */
+  if (tc->overflow_streak[k] < TCACHE_GROW_STREAK) tc->overflow_streak[k]++;
+  return tc->overflow_streak[k] >= TCACHE_GROW_STREAK && b->capacity < bin_max_capacity(c);
 }
 
 void *tcache_alloc_refill(tcache_t *tc, unsigned c) {
@@ -294,9 +350,14 @@ void tcache_free_slow(tcache_t *tc, unsigned c, void *p) {
   tcache_gc_tick(tc);
   cache_bin_t *b = tcache_bin(tc, c);
   check_bin(b);
-  if (b->head == b->slots) { /* full: the oldest half goes back */
+  if (b->head == b->slots) { /* full: grow, or the oldest half goes back */
     unsigned count = cache_bin_count(b);
-    flush_oldest(tc, c, count - count / 2);
+    if (should_grow(tc, c)) {
+      unsigned max = bin_max_capacity(c), twice = 2u * b->capacity;
+      set_capacity(tc, c, twice < max ? twice : max);
+    } else {
+      flush_oldest(tc, c, count - count / 2);
+    }
   }
   *--b->head = p;
   check_bin(b);

@@ -243,7 +243,14 @@ typedef struct tcache {
   struct tcache *next, *prev; /* registry of live tcaches (for stats and fork) */
   uint64_t events;            /* slow-path events, drives the incremental GC */
   unsigned gc_bin;            /* next bin the GC looks at */
-  size_t alloc_size;          /* bytes of base memory behind this tcache */
+  size_t alloc_size;          /* bytes mapped for this tcache (its bins' stacks reserved
+                                 at their largest capacity) */
+  size_t committed;           /* bytes of it the bins' current capacities can touch */
+  /* Adaptive capacity (tcache.c), per bin: nfilled when it last overflowed, and how many
+   * overflows in a row came after a refill (a batch bigger than the bin, round after
+   * round). */
+  uint64_t overflow_mark[NCACHED_MAX + 1];
+  uint8_t overflow_streak[NCACHED_MAX + 1];
 } tcache_t;
 
 #endif /* TESSERA_TYPES_H */

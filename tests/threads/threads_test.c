@@ -7,6 +7,9 @@
  *             below 0.01: the thread cache serves nearly everything) and a two-thread
  *             producer/consumer (must stay well below one lock per free: remote frees
  *             go back in batches); both figures are printed
+ *   grow      a bin that a batch of one size overflows round after round grows until
+ *             the batch fits (no more fills or flushes), within its byte bound; idle,
+ *             it gives its blocks back
  *   handoff   a new thread's first free (a block its creator handed it) goes straight
  *             back to the block's slab, not into the thread's cache, where it would be
  *             the thread's next block of that size (passive false sharing)
@@ -74,6 +77,48 @@ static void scenario_gc(void) {
   printf("gc: 112-byte regions out of their slabs: %zu after the burst, %zu after other work\n", before, after);
   TT_CHECKF(before >= 150, "the burst's blocks sit in the thread cache (%zu)", before);
   TT_CHECKF(after < 75, "the idle bin gave back at least half: %zu left", after);
+}
+
+/* ---- grow ---- */
+
+/* Rounds of n blocks of size bytes allocated, then freed newest first. */
+static void batch_rounds(size_t size, int n, int rounds) {
+  static void *blocks[2000];
+  for (int r = 0; r < rounds; r++) {
+    for (int i = 0; i < n; i++) TT_CHECK((blocks[i] = malloc(size)) != NULL);
+    for (int i = n - 1; i >= 0; i--) free(blocks[i]);
+  }
+}
+
+static uint64_t fills_and_flushes(unsigned bin) {
+  char a[96], b[96];
+  refresh();
+  snprintf(a, sizeof(a), "stats.arenas.4096.bins.%u.nfills", bin);
+  snprintf(b, sizeof(b), "stats.arenas.4096.bins.%u.nflushes", bin);
+  return read_u64(a) + read_u64(b);
+}
+
+static void scenario_grow(void) {
+  TT_CHECKF(read_size("arenas.bin.3.size") == 64, "bin 3 is the 64-byte class");
+  batch_rounds(64, 1000, 8); /* the bin doubles once per round from the second: 200 -> 1600 */
+  uint64_t grown = fills_and_flushes(3);
+  batch_rounds(64, 1000, 20);
+  uint64_t later = fills_and_flushes(3);
+  printf("grow: 64-byte bin fills+flushes %llu after 8 rounds, %llu after 20 more\n",
+         (unsigned long long)grown, (unsigned long long)later);
+  TT_CHECKF(later == grown, "the grown bin holds the whole batch (%llu -> %llu)", (unsigned long long)grown,
+            (unsigned long long)later);
+  /* 4 KiB blocks: 1000 of them are 4 MiB, past a bin's byte bound: still through the arena. */
+  uint64_t big_before = fills_and_flushes(27);
+  TT_CHECKF(read_size("arenas.bin.27.size") == 4096, "bin 27 is the 4 KiB class");
+  batch_rounds(4096, 1000, 8);
+  TT_CHECKF(fills_and_flushes(27) > big_before + 8, "a bin stays within its byte bound");
+  /* Idle: the GC gives the 64-byte blocks back, round after round of other work. */
+  for (int r = 0; r < 5000; r++) batch_rounds(1000 + (size_t)(r % 7) * 1000, 300, 1);
+  refresh();
+  size_t left = read_size("stats.arenas.4096.bins.3.curregs");
+  printf("grow: 64-byte regions out of their slabs after idling: %zu\n", left);
+  TT_CHECKF(left < 100, "the idle grown bin gave its blocks back (%zu left)", left);
 }
 
 /* ---- counters ---- */
@@ -217,6 +262,7 @@ int main(int argc, char **argv) {
   else if (strcmp(argv[1], "counters") == 0) scenario_counters();
   else if (strcmp(argv[1], "locks") == 0) scenario_locks();
   else if (strcmp(argv[1], "handoff") == 0) scenario_handoff();
+  else if (strcmp(argv[1], "grow") == 0) scenario_grow();
   else TT_CHECKF(0, "unknown scenario %s", argv[1]);
   printf("threads %s: ok\n", argv[1]);
   return 0;
