@@ -38,13 +38,18 @@ static unsigned bin_capacity(unsigned c) {
  * bin_max_capacity(), when it overflows again after a refill, round after round (a
  * program that allocates a batch of one size bigger than the bin, frees it, and starts
  * over: every round would otherwise fill and flush through the arena). The GC halves an
- * idle bin's capacity back towards its start. A bin's stack is reserved at its largest
- * capacity, so growing only moves its full mark; untouched slots cost no memory.
+ * idle bin's capacity back towards its start.
+ *
+ * Where the stacks live: every bin at its starting capacity sits in one packed area at
+ * the start of the cache's mapping (a small program touches a page or so of it); each
+ * bin that can grow also has a stack reserved at its largest capacity further on, which
+ * it moves to when it first grows and leaves when it shrinks back (moving the blocks it
+ * holds: rare, a few times per program phase). Untouched slots cost no memory, and a
+ * fresh mapping reads as zero, so every empty end already holds its NULL sentinel.
  */
 #define TCACHE_GROWN_SLOTS 2048                 /* at most this many blocks per bin */
 #define TCACHE_GROWN_BYTES ((size_t)1 << 20)    /* and at most this many bytes of blocks */
 #define TCACHE_GROW_STREAK 2                    /* overflows after refills before growing */
-
 static unsigned bin_max_capacity(unsigned c) {
   unsigned base = bin_capacity(c);
   if (base == 0 || c >= NSMALL) return base;
@@ -109,12 +114,24 @@ static void pool_give(tcache_t *tc) {
   if (!kept) os_unmap(tc, tc->alloc_size);
 }
 
+/* Points bin b at the stack whose empty end is empty, with the given capacity (empty;
+ * the sentinel at empty reads NULL). */
+static void place_stack(cache_bin_t *b, void **empty, unsigned capacity) {
+  tessera_assert(*empty == NULL);
+  b->capacity = (uint16_t)capacity;
+  b->slots = empty - capacity;
+  b->head = empty;
+  b->low_empty = (uint16_t)(uintptr_t)empty;
+  b->low_full = (uint16_t)(uintptr_t)b->slots;
+}
+
 static tcache_t *tcache_create(void) {
   tessera_assert(tls_thread.cache_state == THREAD_CREATING);
   size_t slots = 0, committed = 0;
   for (unsigned c = 0; c < NCACHED_MAX; c++) {
-    slots += bin_max_capacity(c) + 1; /* +1: the sentinel at the empty end */
-    committed += (bin_capacity(c) + 1) * sizeof(void *);
+    unsigned base = bin_capacity(c), max = bin_max_capacity(c);
+    slots += base + 1 + (max > base ? max + 1 : 0); /* +1: the sentinel at each empty end */
+    committed += (base + 1) * sizeof(void *);
   }
   /* Mapped directly rather than from base: a cache is ~30 KiB of stacks of which a thread
    * touches only what it uses, and unmapping it at thread exit gives that back (a program
@@ -132,19 +149,20 @@ static tcache_t *tcache_create(void) {
   tc->committed = sizeof(tcache_t) + committed;
   atomic_fetch_add_explicit(&tcache_mapped, tc->committed, memory_order_relaxed);
   void **slot = (void **)(tc + 1);
-  for (unsigned c = 0; c < NCACHED_MAX; c++) {
+  for (unsigned c = 0; c < NCACHED_MAX; c++) { /* the packed area */
     cache_bin_t *b = tcache_bin(tc, c);
     unsigned capacity = bin_capacity(c);
     if (capacity == 0) continue; /* head NULL, marks 0: empty and full, never caches */
-    void **empty = slot + bin_max_capacity(c);
-    b->capacity = (uint16_t)capacity;
+    tc->home_empty[c + 1] = slot + capacity;
+    place_stack(b, slot + capacity, capacity);
     b->region_magic = class_infos[c].magic;
-    b->slots = empty - capacity;
-    b->head = empty;
-    b->low_empty = (uint16_t)(uintptr_t)empty;
-    b->low_full = (uint16_t)(uintptr_t)b->slots;
-    *empty = NULL; /* the sentinel: free's double-free test reads *head */
-    slot = empty + 1;
+    slot += capacity + 1;
+  }
+  for (unsigned c = 0; c < NCACHED_MAX; c++) { /* the stacks bins grow into */
+    unsigned max = bin_max_capacity(c);
+    if (max == bin_capacity(c)) continue;
+    tc->grown_empty[c + 1] = slot + max;
+    slot += max + 1;
   }
   tc->arena = thread_arena();
   lock_acquire(&registry_lock);
@@ -247,20 +265,30 @@ void tcache_thread_counters(uint64_t *allocated, uint64_t *deallocated) {
 
 static void flush_oldest(tcache_t *tc, unsigned c, unsigned n);
 
-/* Sets bin c's capacity (its blocks must fit): the empty end stays, the full mark moves. */
+/* Sets bin c's capacity (its blocks must fit), moving its blocks, oldest deepest, to
+ * the stack that capacity lives in: the packed one at the starting capacity, the
+ * reserved one above it. */
 static void set_capacity(tcache_t *tc, unsigned c, unsigned capacity) {
   cache_bin_t *b = tcache_bin(tc, c);
-  tessera_assert(capacity >= bin_capacity(c) && capacity <= bin_max_capacity(c));
-  tessera_assert(cache_bin_count(b) <= capacity);
+  unsigned count = cache_bin_count(b);
+  tessera_assert(capacity >= bin_capacity(c) && capacity <= bin_max_capacity(c) && count <= capacity);
   void **empty = b->slots + b->capacity;
-  size_t before = b->capacity, after = capacity;
-  b->slots = empty - capacity;
-  b->capacity = (uint16_t)capacity;
-  b->low_full = (uint16_t)(uintptr_t)b->slots;
-  if (after > before) tc->committed += (after - before) * sizeof(void *);
-  else tc->committed -= (before - after) * sizeof(void *);
-  if (after > before) atomic_fetch_add_explicit(&tcache_mapped, (after - before) * sizeof(void *), memory_order_relaxed);
-  else atomic_fetch_sub_explicit(&tcache_mapped, (before - after) * sizeof(void *), memory_order_relaxed);
+  void **target = capacity > bin_capacity(c) ? tc->grown_empty[c + 1] : tc->home_empty[c + 1];
+  size_t before = b->capacity;
+  if (target != empty) {
+    memcpy(target - count, b->head, count * sizeof(void *));
+    place_stack(b, target, capacity);
+    b->head = target - count;
+  } else {
+    b->capacity = (uint16_t)capacity;
+    b->slots = empty - capacity;
+    b->low_full = (uint16_t)(uintptr_t)b->slots;
+  }
+  size_t grew = capacity > before ? (capacity - before) * sizeof(void *) : 0;
+  size_t shrank = capacity < before ? (before - capacity) * sizeof(void *) : 0;
+  tc->committed += grew - shrank;
+  atomic_fetch_add_explicit(&tcache_mapped, grew, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&tcache_mapped, shrank, memory_order_relaxed);
   check_bin(b);
 }
 

@@ -251,6 +251,10 @@ typedef struct tcache {
    * round). */
   uint64_t overflow_mark[NCACHED_MAX + 1];
   uint8_t overflow_streak[NCACHED_MAX + 1];
+  /* Each bin's two stacks, by their empty ends: the packed one (the starting capacity)
+   * and the one it grows into (NULL: the bin never grows). */
+  void **home_empty[NCACHED_MAX + 1];
+  void **grown_empty[NCACHED_MAX + 1];
 } tcache_t;
 
 #endif /* TESSERA_TYPES_H */
