@@ -222,9 +222,10 @@ static void *map_below_others(size_t bytes) {
   uintptr_t low = atomic_load_explicit(&lowest_mapping, memory_order_relaxed);
   void *p = NULL;
   /* Just below, or a little further down past a page-map leaf or a base chunk. */
-  for (uintptr_t k = 0; k < 4 && p == NULL && low > bytes + k * MAP_SKIP; k++)
-    p = os_map_at((void *)(low - bytes - k * MAP_SKIP), bytes);
-  if (p == NULL) p = os_map(bytes);
+  bool occupied = true;
+  for (uintptr_t k = 0; k < 4 && p == NULL && occupied && low > bytes + k * MAP_SKIP; k++)
+    p = os_map_at((void *)(low - bytes - k * MAP_SKIP), bytes, &occupied);
+  if (p == NULL && occupied) p = os_map(bytes); /* else the OS refused: no other place helps */
   if (p == NULL) return NULL;
   while ((uintptr_t)p < low || low == 0) {
     if (atomic_compare_exchange_weak_explicit(&lowest_mapping, &low, (uintptr_t)p, memory_order_relaxed,

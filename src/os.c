@@ -25,10 +25,11 @@ void *os_map(size_t size) {
   return p == MAP_FAILED ? NULL : p;
 }
 
-void *os_map_at(void *addr, size_t size) {
+void *os_map_at(void *addr, size_t size, bool *occupied) {
   int saved = errno;
   void *p = mmap(addr, size, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+  *occupied = p == MAP_FAILED && errno == EEXIST;
   errno = saved;
   if (p == MAP_FAILED) return NULL;
   if (p != addr) { /* a kernel before 4.17 takes the flag as a hint */
