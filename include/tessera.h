@@ -43,6 +43,25 @@ void free_aligned_sized(void *ptr, size_t alignment, size_t size);
 TESSERA_EXPORT const char *tessera_version(void);
 
 /*
+ * Running out of memory. cb(arg, request, reason) is called when an allocation of
+ * `request` bytes needs new memory and cannot have it: reason TESSERA_OOM_OS when the
+ * OS refused a mapping (an address-space limit, RLIMIT_AS, or no memory), reason
+ * TESSERA_OOM_LIMIT when the mapping would take tessera past its soft limit (option
+ * `limit:<bytes>`). Before the call tessera has given back what it holds unused (empty
+ * slabs, free pages, the address space of released ones) and released its memory
+ * reserve (option `reserve:<bytes>`, kept mapped from start-up), so the callback has room
+ * to run; it may free memory (drop a cache) and may allocate. After it returns the
+ * allocation is tried once more; if that fails too, it returns NULL with errno ENOMEM.
+ * The callback is called with no tessera lock held, at most once per failing call, and
+ * never again from inside itself (an allocation that fails inside it just fails). The
+ * reserve is mapped again once memory is no longer short. cb NULL removes it.
+ */
+#define TESSERA_OOM_OS 1
+#define TESSERA_OOM_LIMIT 2
+typedef void tessera_oom_cb(void *arg, size_t request, int reason);
+TESSERA_EXPORT void tessera_set_oom_callback(tessera_oom_cb *cb, void *arg);
+
+/*
  * Writes tessera's statistics through write_cb (or to stderr when write_cb is NULL),
  * in pieces of text that each end at a line boundary. opts is NULL or a string of
  * option letters: 'J' prints JSON instead of text.

@@ -2,12 +2,16 @@
 
 #include <string.h>
 
+#include "tessera.h"
+
 #include "base.h"
 #include "bin.h"
 #include "config.h"
 #include "decay.h"
 #include "extent.h"
+#include "free_map.h"
 #include "lock.h"
+#include "oom.h"
 #include "options.h"
 #include "os.h"
 #include "pagemap.h"
@@ -49,6 +53,7 @@ bool arenas_init(unsigned narenas) {
   if (narenas > MAX_ARENAS) narenas = MAX_ARENAS;
   narenas_limit = narenas;
   atomic_store(&arenas_in_use, narenas);
+  oom_reserve_fill();
   return arena_get(0) != NULL;
 }
 
@@ -210,14 +215,21 @@ unsigned large_class_index(size_t usable) {
   return j < NLARGE_CLASSES ? j : NLARGE_CLASSES - 1;
 }
 
-void *arena_malloc_large(arena_t *a, size_t size, size_t align, bool zero) {
-  tessera_assert(align >= PAGE && (align & (align - 1)) == 0);
-  lock_assert_not_held(&a->extent_lock);
-  size_t usable = large_usable_size(size);
-  if (usable == 0) return NULL;
-  bool zeroed;
+bool arena_handle_oom(size_t request) {
+  /* The OS refused: the free map's address-space reservation goes first. */
+  size_t unmapped = oom_reason(request) == TESSERA_OOM_OS && free_map_release();
+  unsigned n = arenas_count();
+  for (unsigned i = 0; i < n; i++) {
+    arena_t *a = __atomic_load_n(&arenas[i], __ATOMIC_ACQUIRE);
+    if (a != NULL) unmapped += purge_trim(a);
+  }
+  bool notified = oom_notify(request);
+  return unmapped > 0 || notified;
+}
+
+static extent_t *large_extent(arena_t *a, size_t usable, size_t align, bool *zeroed) {
   lock_acquire(&a->extent_lock);
-  extent_t *e = extent_alloc(a, usable / PAGE, align / PAGE, EXTENT_LARGE, large_code(usable), &zeroed);
+  extent_t *e = extent_alloc(a, usable / PAGE, align / PAGE, EXTENT_LARGE, large_code(usable), zeroed);
   if (e != NULL) {
     a->large_allocated += usable;
     a->nmalloc_large++;
@@ -227,6 +239,17 @@ void *arena_malloc_large(arena_t *a, size_t size, size_t align, bool zero) {
   }
   purge_tick(a);
   lock_release(&a->extent_lock);
+  return e;
+}
+
+void *arena_malloc_large(arena_t *a, size_t size, size_t align, bool zero) {
+  tessera_assert(align >= PAGE && (align & (align - 1)) == 0);
+  lock_assert_not_held(&a->extent_lock);
+  size_t usable = large_usable_size(size);
+  if (usable == 0) return NULL;
+  bool zeroed;
+  extent_t *e = large_extent(a, usable, align, &zeroed);
+  if (unlikely(e == NULL) && arena_handle_oom(usable)) e = large_extent(a, usable, align, &zeroed);
   if (e == NULL) return NULL;
   if (zero && !zeroed) memset((void *)e->addr, 0, usable);
   return (void *)e->addr;

@@ -52,6 +52,10 @@ unsigned large_class_index(size_t usable);
 /* The page-map code for a large block of the given usable size. */
 unsigned large_code(size_t usable);
 
+/* Memory ran out for a request of `request` bytes: gives back what every arena holds
+ * unused, releases the reserve and calls the program's OOM callback (oom.c). Returns
+ * whether a retry may succeed. No lock may be held. */
+bool arena_handle_oom(size_t request);
 /* A large block of at least size bytes, aligned to align (>= PAGE, power of two). */
 void *arena_malloc_large(arena_t *a, size_t size, size_t align, bool zero);
 void arena_free_large(arena_t *a, extent_t *e);

@@ -7,6 +7,9 @@
 #include "os.h"
 
 #define BASE_GRANULE 64
+/* Chunks start small (a program with one arena needs a few dozen KiB of metadata, and
+ * under an address-space limit every mapped byte counts) and double up to 1 MiB. */
+#define BASE_CHUNK_MIN ((size_t)128 << 10)
 #define BASE_CHUNK ((size_t)1 << 20)
 /* Bigger requests get a mapping of their own rather than most of a chunk. */
 #define BASE_BIG (BASE_CHUNK / 16)
@@ -20,6 +23,7 @@ static lock_t base_lock;
 static char *bump, *bump_end;
 static free_block_t *free_lists[BASE_NLISTS + 1];
 static size_t mapped_bytes;
+static size_t next_chunk = BASE_CHUNK_MIN;
 
 static size_t round_granule(size_t size) {
   return (size + BASE_GRANULE - 1) & ~(size_t)(BASE_GRANULE - 1);
@@ -45,10 +49,13 @@ void *base_alloc(size_t size) {
     memset(p, 0, size);
   } else {
     if ((size_t)(bump_end - bump) < size) { /* the old chunk's tail (< BASE_BIG) is abandoned */
-      char *fresh = map_counted(BASE_CHUNK);
+      size_t chunk = next_chunk;
+      char *fresh = map_counted(chunk);
+      if (fresh == NULL && chunk > BASE_CHUNK_MIN) fresh = map_counted(chunk = BASE_CHUNK_MIN);
       if (fresh != NULL) {
         bump = fresh;
-        bump_end = fresh + BASE_CHUNK;
+        bump_end = fresh + chunk;
+        if (next_chunk < BASE_CHUNK) next_chunk *= 2;
       }
     }
     if ((size_t)(bump_end - bump) >= size) {

@@ -1,7 +1,7 @@
 /*
  * base: the allocator for tessera's own metadata (extent records with their bitmaps,
  * arenas, statistics records). It never places metadata inside user memory. Memory
- * comes from the OS in 1 MiB chunks and is carved by bumping a pointer; freed blocks
+ * comes from the OS in chunks of 128 KiB doubling to 1 MiB and is carved by bumping a pointer; freed blocks
  * (the heap profiler's tables as they grow, its dump scratch) wait on a free list per
  * size for the next request of that size. A request bigger than 64 KiB gets a mapping
  * of its own, unmapped when freed. Everything is counted as metadata. (Extent records

@@ -15,6 +15,8 @@
  * number of mappings stays small; untouched pages of a mapping cost no memory. */
 #define GROW_MIN_PAGES ((size_t)1024)
 #define GROW_MAX_PAGES ((size_t)1 << 18)
+/* The most a dirty extent may exceed a request by and still be split for it. */
+#define DIRTY_MAX_FIT 64
 
 /* ---- size buckets: 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, ... pages ---- */
 
@@ -209,6 +211,67 @@ static void insert_remainder(arena_t *a, extent_t *e, unsigned state) {
   set_insert(set_of(a, state), e);
 }
 
+_Atomic bool extent_pressure;
+_Atomic size_t extent_mapped_bytes;
+/* The lowest address of the arenas' mappings: the next one is asked for just below it,
+ * so that mappings stay together (one page-map leaf covers a GiB) and coalesce. */
+static _Atomic uintptr_t lowest_mapping;
+#define MAP_SKIP ((uintptr_t)2 << 20)
+
+static void *map_below_others(size_t bytes) {
+  uintptr_t low = atomic_load_explicit(&lowest_mapping, memory_order_relaxed);
+  void *p = NULL;
+  /* Just below, or a little further down past a page-map leaf or a base chunk. */
+  bool occupied = true;
+  for (uintptr_t k = 0; k < 4 && p == NULL && occupied && low > bytes + k * MAP_SKIP; k++)
+    p = os_map_at((void *)(low - bytes - k * MAP_SKIP), bytes, &occupied);
+  if (p == NULL && occupied) p = os_map(bytes); /* else the OS refused: no other place helps */
+  if (p == NULL) return NULL;
+  while ((uintptr_t)p < low || low == 0) {
+    if (atomic_compare_exchange_weak_explicit(&lowest_mapping, &low, (uintptr_t)p, memory_order_relaxed,
+                                              memory_order_relaxed))
+      break;
+  }
+  return p;
+}
+
+static bool over_limit(size_t pages) {
+  return opt_limit != 0 && atomic_load_explicit(&extent_mapped_bytes, memory_order_relaxed) +
+                                   base_mapped_bytes() + pages * PAGE > opt_limit;
+}
+
+size_t extent_unmap_retained(arena_t *a) {
+  lock_assert_held(&a->extent_lock);
+  size_t unmapped = 0;
+  while (a->retained.lru.head != NULL) {
+    extent_t *e = a->retained.lru.head;
+    set_remove(&a->retained, e);
+    clear_bounds(e); /* a free extent has page-map entries on its bounds only */
+    os_unmap((void *)e->addr, e->npages * PAGE);
+    tessera_assert(a->mapped_pages >= e->npages);
+    a->mapped_pages -= e->npages;
+    atomic_fetch_sub_explicit(&extent_mapped_bytes, e->npages * PAGE, memory_order_relaxed);
+    unmapped += e->npages;
+    record_delete(a, e);
+  }
+  a->retained_released_pages = 0;
+  return unmapped;
+}
+
+size_t extent_trim(arena_t *a) {
+  lock_assert_held(&a->extent_lock);
+  extent_purge(a, 0);
+  return extent_unmap_retained(a);
+}
+
+/*
+ * A new mapping of at least min_pages. The step doubles from 4 MiB up to 1 GiB while
+ * the OS says yes; when it refuses, the step halves down to what is needed (near an
+ * address-space limit the last few MiB come in small pieces), then the arena's unused
+ * pages are unmapped and the OS asked once more. A refusal marks memory pressure
+ * (extent_pressure) until a mapping of the full step succeeds. The soft limit (option
+ * limit) shrinks the step to what is needed, then trims, then refuses.
+ */
 static bool grow(arena_t *a, size_t min_pages) {
   if (a->grow_pages < GROW_MIN_PAGES) a->grow_pages = GROW_MIN_PAGES;
   /* Round up to a bucket size: set_find only looks in buckets whose every extent fits,
@@ -216,20 +279,35 @@ static bool grow(arena_t *a, size_t min_pages) {
   min_pages = extent_bucket_size(extent_bucket_ceil(min_pages));
   size_t pages = min_pages > a->grow_pages ? min_pages : a->grow_pages;
   if (pages > SIZE_MAX / PAGE) return false;
-  void *p = os_map(pages * PAGE);
-  if (p == NULL && pages > min_pages) {
-    pages = min_pages;
-    p = os_map(pages * PAGE);
+  if (over_limit(pages)) pages = min_pages;
+  if (over_limit(pages)) extent_trim(a);
+  if (over_limit(pages)) return false;
+  void *p = map_below_others(pages * PAGE);
+  bool refused = p == NULL;
+  while (p == NULL && pages > min_pages) {
+    pages = pages / 2 > min_pages ? pages / 2 : min_pages;
+    p = map_below_others(pages * PAGE);
+  }
+  if (p == NULL && extent_trim(a) > 0) p = map_below_others(pages * PAGE);
+  if (refused) {
+    atomic_store_explicit(&extent_pressure, true, memory_order_relaxed);
+    a->grow_pages = pages > GROW_MIN_PAGES ? pages : GROW_MIN_PAGES;
   }
   if (p == NULL) return false;
   extent_t *e = record_new(a, false);
   if (e == NULL || !pagemap_reserve((uintptr_t)p, pages * PAGE)) {
     if (e != NULL) record_delete(a, e);
     os_unmap(p, pages * PAGE);
+    atomic_store_explicit(&extent_pressure, true, memory_order_relaxed);
     return false;
   }
-  if (a->grow_pages < GROW_MAX_PAGES) a->grow_pages *= 2;
+  if (!refused) {
+    if (atomic_load_explicit(&extent_pressure, memory_order_relaxed))
+      atomic_store_explicit(&extent_pressure, false, memory_order_relaxed);
+    if (a->grow_pages < GROW_MAX_PAGES) a->grow_pages *= 2;
+  }
   a->mapped_pages += pages;
+  atomic_fetch_add_explicit(&extent_mapped_bytes, pages * PAGE, memory_order_relaxed);
   os_set_huge_pages(p, pages * PAGE, (int)opt_thp);
   e->addr = (uintptr_t)p;
   e->npages = pages;
@@ -258,6 +336,11 @@ extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_sta
   if (search < npages) return NULL;
   /* Reuse resident pages first (no page faults), then lazily freed ones, then released. */
   extent_t *f = set_find(&a->dirty, search);
+  /* A dirty extent far bigger than the request is not split for it (jemalloc's
+   * lg_extent_max_active_fit): a large block just freed stays whole for a large request,
+   * instead of having small slabs carved into it (fragmenting the resident pages, and
+   * making a second free of that block hit a live slab rather than a free extent). */
+  if (f != NULL && f->npages / DIRTY_MAX_FIT > search) f = NULL;
   if (f == NULL) f = set_find(&a->muzzy, search);
   if (f == NULL) f = set_find(&a->retained, search);
   if (f == NULL) {

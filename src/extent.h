@@ -54,6 +54,19 @@ bool extent_shrink_in_place(arena_t *a, extent_t *e, size_t npages, unsigned cod
 size_t extent_move_oldest(arena_t *a, unsigned from, unsigned to, size_t keep_pages, uint64_t deadline_ns);
 /* Releases every muzzy page and dirty pages down to keep_pages. Returns pages released. */
 size_t extent_purge(arena_t *a, size_t keep_pages);
+/* Unmaps every retained extent (their page-map entries cleared, mapped_pages lowered).
+ * Returns the pages unmapped. */
+size_t extent_unmap_retained(arena_t *a);
+/* Gives back every unused page the extent sets hold: purges dirty and muzzy pages, then
+ * unmaps the retained ones. Returns the pages unmapped. */
+size_t extent_trim(arena_t *a);
+/* Set when the OS refused a mapping, cleared when a full growth step succeeds again:
+ * while it is set, freed memory is unmapped at once (purge_tick), so that mappings the
+ * program makes itself (thread stacks) fit under an address-space limit. */
+extern _Atomic bool extent_pressure;
+/* Bytes every arena has mapped (what the soft limit, option limit, counts with base). */
+extern _Atomic size_t extent_mapped_bytes;
+
 /* Sets page-map entries for an active extent (slab: all pages; large: first and last). */
 void extent_map_active(extent_t *e, unsigned code);
 

@@ -28,6 +28,8 @@ unsigned opt_arena_select = ARENA_SELECT_CPU;
 bool opt_background_thread = false;
 /* Unused bytes in one arena that start the background thread anyway (0: never). */
 size_t opt_background_thread_auto = (size_t)64 << 20;
+size_t opt_reserve = 0;
+size_t opt_limit = 0;
 unsigned opt_thp = THP_DEFAULT;
 bool opt_junk = false;
 bool opt_zero = false;
@@ -112,6 +114,10 @@ const option_def_t option_table[] = {
     ENUM_OPTION("percpu_arena", opt_percpu_arena,
                 "jemalloc's per-CPU arenas: only disabled (arena_select spreads threads by CPU).",
                 percpu_arena_names),
+    NUM_OPTION("reserve", OPTION_SIZE, opt_reserve, 0, (1ull << 40),
+               "Bytes kept mapped and given up when memory runs out, so the OOM callback and the retry can succeed (0: none)."),
+    NUM_OPTION("limit", OPTION_SIZE, opt_limit, 0, (1ull << 48),
+               "Soft limit on the memory tessera maps: past it, purge, call the OOM callback, then fail with ENOMEM (0: none)."),
 };
 const unsigned option_count = sizeof(option_table) / sizeof(option_table[0]);
 _Static_assert(sizeof(option_table) / sizeof(option_table[0]) <= OPTION_MAX, "raise OPTION_MAX");

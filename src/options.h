@@ -38,6 +38,8 @@ extern ssize_t opt_muzzy_decay_ms;
 extern unsigned opt_arena_select; /* arena_select_t */
 extern bool opt_background_thread;
 extern size_t opt_background_thread_auto;
+extern size_t opt_reserve; /* bytes of the memory reserve (oom.c) */
+extern size_t opt_limit;   /* soft limit on mapped bytes, 0 = none (oom.c) */
 extern unsigned opt_thp; /* thp_mode_t */
 extern bool opt_junk;
 extern bool opt_zero;

@@ -25,6 +25,21 @@ void *os_map(size_t size) {
   return p == MAP_FAILED ? NULL : p;
 }
 
+void *os_map_at(void *addr, size_t size, bool *occupied) {
+  int saved = errno;
+  void *p = mmap(addr, size, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+  *occupied = p == MAP_FAILED && errno == EEXIST;
+  errno = saved;
+  if (p == MAP_FAILED) return NULL;
+  if (p != addr) { /* a kernel before 4.17 takes the flag as a hint */
+    munmap(p, size);
+    errno = saved;
+    return NULL;
+  }
+  return p;
+}
+
 void os_unmap(void *addr, size_t size) {
   int saved = errno;
   munmap(addr, size);

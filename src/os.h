@@ -14,6 +14,9 @@
 /* Maps size bytes (a multiple of PAGE) of fresh zeroed read-write memory, aligned to
  * PAGE. Returns NULL when the OS refuses. */
 void *os_map(size_t size);
+/* os_map at exactly addr (page aligned); NULL if anything is mapped there already
+ * (*occupied set) or the OS refuses. */
+void *os_map_at(void *addr, size_t size, bool *occupied);
 /* Gives size bytes at addr (page aligned) back to the OS: the range is unmapped. */
 void os_unmap(void *addr, size_t size);
 /* Releases the pages of a range but keeps the address range: the next touch reads

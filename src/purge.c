@@ -5,6 +5,7 @@
 #include "extent.h"
 #include "lock.h"
 #include "options.h"
+#include "oom.h"
 #include "os.h"
 #include "stash.h"
 
@@ -55,7 +56,23 @@ size_t purge_decay_locked(arena_t *a, uint64_t now, uint64_t deadline) {
   return moved;
 }
 
+size_t purge_trim_locked(arena_t *a) {
+  lock_assert_held(&a->extent_lock);
+  stash_drain(a);
+  return extent_trim(a);
+}
+
+size_t purge_trim(arena_t *a) {
+  lock_acquire(&a->extent_lock);
+  size_t unmapped = purge_trim_locked(a);
+  lock_release(&a->extent_lock);
+  return unmapped;
+}
+
 void purge_tick(arena_t *a) {
+  /* The OS refused memory lately: what is freed goes back at once, address space too. */
+  if (unlikely(atomic_load_explicit(&extent_pressure, memory_order_relaxed))) purge_trim_locked(a);
+  else if (unlikely(oom_reserve_wanted())) oom_reserve_fill(); /* given up, and memory is back */
   uint64_t now = os_now_ns();
   purge_decay_locked(a, now, now + DECAY_BUDGET_NS);
   /* Lots of unused memory: a thread that returns it even while the program is idle. */

@@ -19,6 +19,12 @@ void purge_tick(arena_t *a);
  * the decay curves say is due now. Returns pages moved. Takes the extent lock. */
 size_t purge_arena(arena_t *a, bool all);
 
+/* Gives back everything the arena holds unused: empty stashed slabs, dirty and muzzy
+ * pages, and the address space of retained ones (unmapped). Returns pages unmapped.
+ * purge_trim takes the extent lock; purge_trim_locked is called with it held. */
+size_t purge_trim(arena_t *a);
+size_t purge_trim_locked(arena_t *a);
+
 /* Set (under an extent lock) when an arena's unused pages pass background_thread_auto;
  * the next allocator call outside the locks starts the background thread. */
 extern _Atomic bool purge_wants_background;

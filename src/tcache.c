@@ -337,6 +337,7 @@ void *tcache_alloc_refill(tcache_t *tc, unsigned c) {
   void **empty = b->slots + b->capacity;
   void **batch = empty - want;
   unsigned got = bin_fill(refill_arena(tc, c), c, batch, want);
+  if (unlikely(got == 0) && arena_handle_oom(class_infos[c].size)) got = bin_fill(refill_arena(tc, c), c, batch, want);
   if (got == 0) return NULL;
   if (got < want) { /* the OS refused memory partway */
     memmove(empty - got, batch, got * sizeof(void *));
