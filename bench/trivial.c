@@ -6,9 +6,33 @@
  * arena, its thread cache. For the many small processes a system runs (shells, build
  * steps, scripts), that start-up cost is most of their memory.
  *
- *   trivial blocks=32 buffer=4K
+ * `smaps=1` lists, before exiting, every mapping with resident pages (from
+ * /proc/self/smaps) on stderr: where the start-up footprint lives.
+ *
+ *   trivial blocks=32 buffer=4K smaps=0
  */
 #include "common.h"
+
+/* Prints "RSS_KiB  range  name" for every mapping of this process with resident pages
+ * (anonymous mappings are named [anon]). */
+static void print_resident_mappings(void) {
+  FILE *f = fopen("/proc/self/smaps", "r");
+  if (!f) return;
+  char line[512], range[64] = "", name[256] = "";
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    long kib;
+    int name_at = 0;
+    char perms[8];
+    if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &lo, &hi, perms, &name_at) == 3 && name_at > 0) {
+      snprintf(range, sizeof range, "%lx-%lx %s", lo, hi, perms);
+      snprintf(name, sizeof name, "%s", line[name_at] && line[name_at] != '\n' ? line + name_at : "[anon]\n");
+    } else if (sscanf(line, "Rss: %ld kB", &kib) == 1 && kib > 0) {
+      fprintf(stderr, "%6ld KiB  %s  %s", kib, range, name);
+    }
+  }
+  fclose(f);
+}
 
 int main(int argc, char **argv) {
   int blocks = (int)arg_long(argc, argv, "blocks", 32);
@@ -36,5 +60,6 @@ int main(int argc, char **argv) {
   printf("trivial: %d strings (%zu B) and a %lld B buffer\n", blocks, total, buffer);
   bench_result("bytes=%zu checksum=%u rss_end_kib=%lld", total + (size_t)buffer, sum,
                bench_rss() / 1024);
+  if (arg_long(argc, argv, "smaps", 0)) print_resident_mappings();
   return 0;
 }
