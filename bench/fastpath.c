@@ -1,6 +1,6 @@
 /* Workload 1: the fast path.
  *
- * Tight malloc/free loops in the two patterns of issue 3:
+ * Tight malloc/free loops in two patterns:
  *   pair  - malloc immediately followed by free;
  *   batch - 1000 mallocs, then the 1000 frees, newest first (LIFO);
  * either with sizes cycling 16..256 B (the callgrind figure), or at one fixed size per

@@ -1,5 +1,5 @@
 /*
- * Issue 4's measurement: how much memory comes back, and when.
+ * The memory-return measurement: how much memory comes back, and when.
  *
  * Builds about 1.2 GiB of mixed blocks (by count 90% small, 16 B-4 KiB; 10% large,
  * 16-272 KiB; sizes log-uniform, every byte written), frees 90% of them, then idles for

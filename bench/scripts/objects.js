@@ -1,7 +1,7 @@
 // Workload 10d: object-heavy JavaScript for duktape (binary trees, object churn, strings).
 // bench/run prepends `var SCALE = N;`. duktape allocates every object, string and
-// property table through the C allocator under test (seed 003 compared allocators inside
-// a JS engine).
+// property table through the C allocator under test, so a JavaScript engine's allocation
+// pattern is measured through its real malloc calls.
 function tree(depth) {
   if (depth === 0) return { l: null, r: null };
   return { l: tree(depth - 1), r: tree(depth - 1) };
