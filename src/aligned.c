@@ -13,10 +13,11 @@
 #include "arena.h"
 #include "frontend.h"
 #include "init.h"
+#include "prof_hooks.h"
 
 static bool power_of_two(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
 
-void *tessera_aligned_internal(size_t align, size_t size) {
+PROF_API_ENTRY void *tessera_aligned_internal(size_t align, size_t size) {
   if (align <= QUANTUM) return tessera_malloc_internal(size);
   if (unlikely(size > (size_t)PTRDIFF_MAX || align > ((size_t)1 << 62))) {
     errno = ENOMEM;
@@ -55,7 +56,7 @@ TESSERA_EXPORT void free_aligned_sized(void *p, size_t align, size_t size) {
   tessera_free_aligned_sized_internal(p, align, size, "free_aligned_sized()");
 }
 
-TESSERA_EXPORT int posix_memalign(void **out, size_t align, size_t size) {
+TESSERA_EXPORT PROF_API_ENTRY int posix_memalign(void **out, size_t align, size_t size) {
   if (!power_of_two(align) || align % sizeof(void *) != 0) return EINVAL;
   int saved = errno;
   void *p = tessera_aligned_internal(align, size);
@@ -65,7 +66,7 @@ TESSERA_EXPORT int posix_memalign(void **out, size_t align, size_t size) {
   return 0;
 }
 
-TESSERA_EXPORT void *aligned_alloc(size_t align, size_t size) {
+TESSERA_EXPORT PROF_API_ENTRY void *aligned_alloc(size_t align, size_t size) {
   if (!power_of_two(align)) {
     errno = EINVAL;
     return NULL;
@@ -73,7 +74,7 @@ TESSERA_EXPORT void *aligned_alloc(size_t align, size_t size) {
   return tessera_aligned_internal(align, size);
 }
 
-TESSERA_EXPORT void *memalign(size_t align, size_t size) {
+TESSERA_EXPORT PROF_API_ENTRY void *memalign(size_t align, size_t size) {
   /* glibc: an alignment above 2^63 is EINVAL; a non-power-of-two one is rounded up to
    * the next power of two; an alignment that cannot be met is ENOMEM, like a size. */
   if (align > SIZE_MAX / 2 + 1) {
@@ -88,9 +89,9 @@ TESSERA_EXPORT void *memalign(size_t align, size_t size) {
   return tessera_aligned_internal(align, size);
 }
 
-TESSERA_EXPORT void *valloc(size_t size) { return tessera_aligned_internal(PAGE, size); }
+TESSERA_EXPORT PROF_API_ENTRY void *valloc(size_t size) { return tessera_aligned_internal(PAGE, size); }
 
-TESSERA_EXPORT void *pvalloc(size_t size) {
+TESSERA_EXPORT PROF_API_ENTRY void *pvalloc(size_t size) {
   if (size > SIZE_MAX - PAGE_MASK) {
     errno = ENOMEM;
     return NULL;

@@ -19,6 +19,8 @@
 #include "hardened_key.h"
 #include "init.h"
 #include "options.h"
+#include "pagemap.h"
+#include "prof_hooks.h"
 #include "size_class.h"
 #include "tcache.h"
 #include "thread.h"
@@ -38,7 +40,24 @@ void *alloc_counted(void *p, size_t usable) {
   return p;
 }
 
-void *alloc_large(size_t size, size_t align, bool zero) {
+/* prof:true and this allocation is the sampled one: a large extent of its own, marked
+ * sampled (prof_hooks.h), counted, then recorded with its stack. */
+PROF_API_ENTRY static void *alloc_sampled(size_t usize, size_t align, bool zero) {
+  extent_t *e = prof_block_new(usize, align, zero);
+  if (unlikely(e == NULL) && free_map_release()) e = prof_block_new(usize, align, zero);
+  void *p = NULL;
+  if (e != NULL && zero) {
+    p = (void *)e->addr;
+    tls_thread.direct_allocated += e->npages * PAGE; /* zeroed (no key): never junk-filled */
+  } else if (e != NULL) {
+    p = alloc_counted((void *)e->addr, e->npages * PAGE);
+  }
+  prof_block_record(p, usize);
+  return p;
+}
+
+PROF_API_ENTRY void *alloc_large(size_t size, size_t align, bool zero) {
+  if (unlikely(opt_prof) && prof_alloc_due(large_usable_size(size))) return alloc_sampled(large_usable_size(size), align, zero);
   void *p = arena_malloc_large(current_arena(tcache_get()), size, align, zero);
   if (unlikely(p == NULL) && free_map_release()) p = arena_malloc_large(current_arena(tcache_get()), size, align, zero);
   if (p == NULL || !zero) return alloc_counted(p, large_usable_size(size));
@@ -67,13 +86,21 @@ static void *alloc_any(size_t size) {
   return alloc_counted(arena_malloc_large(current_arena(tc), size, PAGE, false), large_usable_size(size));
 }
 
-NOINLINE static void *malloc_slow(size_t size) {
+NOINLINE PROF_API_ENTRY static void *malloc_slow(size_t size) {
   if (unlikely(!boot_ensure())) return NULL;
   if (unlikely(size > (size_t)PTRDIFF_MAX)) {
     errno = ENOMEM;
     return NULL;
   }
   if (atomic_load_explicit(&boot_constructed, memory_order_relaxed)) background_start_if_wanted();
+  if (unlikely(opt_prof)) {
+    size_t usize = size <= LOOKUP_MAX ? class_infos[size_to_class(size)].size : large_usable_size(size);
+    if (prof_alloc_due(usize)) {
+      void *q = alloc_sampled(usize, PAGE, false);
+      if (unlikely(q == NULL)) errno = ENOMEM;
+      return q;
+    }
+  }
   void *p = alloc_any(size);
   /* The OS refused memory: give back the free map's reservation (a program may have
    * lowered its address-space limit) and try once more. */
@@ -82,7 +109,7 @@ NOINLINE static void *malloc_slow(size_t size) {
   return p;
 }
 
-TESSERA_EXPORT void *malloc(size_t size) {
+TESSERA_EXPORT PROF_API_ENTRY void *malloc(size_t size) {
   tcache_t *tc = tls_thread.tcache;
   if (likely(size <= LOOKUP_MAX)) {
     cache_bin_t *b = (cache_bin_t *)((char *)tc + tcache_bin_offset_of_size[(size + 15) >> 4]);
@@ -98,9 +125,9 @@ TESSERA_EXPORT void *malloc(size_t size) {
   return malloc_slow(size);
 }
 
-void *tessera_malloc_internal(size_t size) { return malloc(size); }
+PROF_API_ENTRY void *tessera_malloc_internal(size_t size) { return malloc(size); }
 
-TESSERA_EXPORT void *calloc(size_t n, size_t size) {
+TESSERA_EXPORT PROF_API_ENTRY void *calloc(size_t n, size_t size) {
   size_t total;
   if (unlikely(__builtin_mul_overflow(n, size, &total) || total > (size_t)PTRDIFF_MAX)) {
     errno = ENOMEM;

@@ -15,6 +15,7 @@
  *
  * Statistics (stats.*) are read from a snapshot that writing `epoch` refreshes.
  */
+#include "prof_hooks.h"
 #include "ctl.h"
 
 #include <errno.h>
@@ -53,6 +54,7 @@ struct ctl_node {
   size_t param;               /* LEAF: what its functions are told: a constant's value, an
                                  option's index, or which of two values (0 or 1) */
   bool read_after_write;      /* LEAF: old value = the value after the write (epoch) */
+  bool write_bare;            /* LEAF: a call with no value at all writes NULL (prof.dump) */
 };
 
 static size_t type_size(ctl_type_t t) {
@@ -389,12 +391,12 @@ static bool lextent_index_ok(size_t i) { return i < NLARGE_CLASSES; }
 
 /* LEAF: a value at offset in a snapshot record; PARAM_LEAF: one whose functions are
  * given param. */
-#define LEAF(nm, t, rd, wr, off) {nm, NODE_LEAF, NULL, NULL, t, rd, wr, off, 0, false}
-#define PARAM_LEAF(nm, t, rd, wr, prm) {nm, NODE_LEAF, NULL, NULL, t, rd, wr, 0, prm, false}
-#define ACTION(nm, fn) {nm, NODE_LEAF, NULL, NULL, CTL_VOID, NULL, fn, 0, 0, false}
-#define NAMED(nm, kids) {nm, NODE_NAMED, kids, NULL, CTL_VOID, NULL, NULL, 0, 0, false}
-#define INDEXED(nm, kid, ok) {nm, NODE_INDEXED, kid, ok, CTL_VOID, NULL, NULL, 0, 0, false}
-#define END {NULL, NODE_LEAF, NULL, NULL, CTL_VOID, NULL, NULL, 0, 0, false}
+#define LEAF(nm, t, rd, wr, off) {nm, NODE_LEAF, NULL, NULL, t, rd, wr, off, 0, false, false}
+#define PARAM_LEAF(nm, t, rd, wr, prm) {nm, NODE_LEAF, NULL, NULL, t, rd, wr, 0, prm, false, false}
+#define ACTION(nm, fn) {nm, NODE_LEAF, NULL, NULL, CTL_VOID, NULL, fn, 0, 0, false, false}
+#define NAMED(nm, kids) {nm, NODE_NAMED, kids, NULL, CTL_VOID, NULL, NULL, 0, 0, false, false}
+#define INDEXED(nm, kid, ok) {nm, NODE_INDEXED, kid, ok, CTL_VOID, NULL, NULL, 0, 0, false, false}
+#define END {NULL, NODE_LEAF, NULL, NULL, CTL_VOID, NULL, NULL, 0, 0, false, false}
 
 #define TOTAL(nm, field) LEAF(nm, CTL_SIZE, read_total, NULL, offsetof(tessera_counters, field))
 #define ASTAT(nm, t, field) LEAF(nm, t, read_arena_stat, NULL, offsetof(arena_stats_t, field))
@@ -533,17 +535,64 @@ static const ctl_node_t tcache_nodes[] = {
     PARAM_LEAF("destroy", CTL_UNSIGNED, NULL, write_tcache_flush, 1),
     END};
 
+/* prof.*: the heap profiler (prof_hooks.h); ENOENT unless prof:true, as jemalloc. */
+static int write_prof_dump(const ctl_node_t *n, const size_t *idx, const void *in) {
+  (void)n, (void)idx;
+  const char *filename = NULL;
+  if (in != NULL) memcpy(&filename, in, sizeof(filename));
+  return prof_ctl_dump(filename);
+}
+
+static int write_prof_reset(const ctl_node_t *n, const size_t *idx, const void *in) {
+  (void)n, (void)idx;
+  size_t lg;
+  if (in == NULL) return prof_ctl_reset(NULL);
+  memcpy(&lg, in, sizeof(lg));
+  return prof_ctl_reset(&lg);
+}
+
+static int read_prof_active(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)n, (void)idx;
+  bool v;
+  int err = prof_ctl_active(&v, NULL);
+  if (err == 0) memcpy(out, &v, sizeof(v));
+  return err;
+}
+
+static int write_prof_active(const ctl_node_t *n, const size_t *idx, const void *in) {
+  (void)n, (void)idx;
+  bool v;
+  memcpy(&v, in, sizeof(v));
+  return prof_ctl_active(NULL, &v);
+}
+
+static int read_prof_lg_sample(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)n, (void)idx;
+  size_t v;
+  int err = prof_ctl_lg_sample(&v);
+  if (err == 0) put_size(out, v);
+  return err;
+}
+
+static const ctl_node_t prof_nodes[] = {
+    {"dump", NODE_LEAF, NULL, NULL, CTL_STRING, NULL, write_prof_dump, 0, 0, false, true},
+    LEAF("active", CTL_BOOL, read_prof_active, write_prof_active, 0),
+    {"reset", NODE_LEAF, NULL, NULL, CTL_SIZE, NULL, write_prof_reset, 0, 0, false, true},
+    LEAF("lg_sample", CTL_SIZE, read_prof_lg_sample, NULL, 0),
+    END};
+
 static const ctl_node_t root_nodes[] = {
     LEAF("version", CTL_STRING, read_version, NULL, 0),
     LEAF("background_thread", CTL_BOOL, read_background_thread, write_background_thread, 0),
     NAMED("config", config_nodes),
     NAMED("tcache", tcache_nodes),
-    {"epoch", NODE_LEAF, NULL, NULL, CTL_U64, read_epoch, write_epoch, 0, 0, true},
-    {"opt", NODE_OPTIONS, NULL, NULL, CTL_VOID, NULL, NULL, 0, 0, false},
+    {"epoch", NODE_LEAF, NULL, NULL, CTL_U64, read_epoch, write_epoch, 0, 0, true, false},
+    {"opt", NODE_OPTIONS, NULL, NULL, CTL_VOID, NULL, NULL, 0, 0, false, false},
     NAMED("stats", stats_nodes),
     NAMED("arenas", arenas_nodes),
     NAMED("arena", arena_index),
     NAMED("thread", thread_nodes),
+    NAMED("prof", prof_nodes),
     END};
 static const ctl_node_t root = NAMED("", root_nodes);
 
@@ -708,6 +757,7 @@ static int call_leaf(const walk_t *w, void *oldp, size_t *oldlenp, void *newp, s
   unsigned char value[sizeof(uint64_t)];
   int err;
   if (writing && n->write == NULL) return EPERM;
+  if (!writing && !reading && n->write_bare) return n->write(n, w->idx, NULL);
   if (writing && (newp == NULL || newlen != size)) return EINVAL;
   if (reading && n->read != NULL && !n->read_after_write && (err = n->read(n, w->idx, value)) != 0) return err;
   if (writing && (err = n->write(n, w->idx, newp)) != 0) return err;

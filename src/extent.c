@@ -381,6 +381,7 @@ extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_sta
   if (f != NULL) record_delete(a, f);
   if (spare != NULL) record_delete(a, spare);
   r->state = (uint8_t)state;
+  r->sampled = 0; /* the profiler marks its own blocks after this */
   extent_map_active(r, code);
   a->active_pages += npages;
   *zeroed = fstate == EXTENT_RETAINED;

@@ -4,6 +4,9 @@
 #include "background.h"
 #include "base.h"
 #include "os.h"
+#include "prof_modules.h"
+#include "prof_sample.h"
+#include "prof_timeline.h"
 #include "stats.h"
 #include "tcache.h"
 #include "thread.h"
@@ -15,6 +18,8 @@ extern void _IO_list_resetlock(void) __attribute__((weak));
 
 static void fork_prepare(void) {
   if (_IO_list_lock) _IO_list_lock();
+  prof_modules_fork_prepare(); /* the profiler's stack captures and symbolizing */
+  prof_sample_fork_prepare(); /* the profiler's tables: taken with no other lock held */
   stats_fork_prepare();
   tcache_fork_prepare();
   arenas_fork_prepare();
@@ -26,6 +31,8 @@ static void fork_parent(void) {
   arenas_fork_parent();
   tcache_fork_parent();
   stats_fork_release();
+  prof_sample_fork_parent();
+  prof_modules_fork_parent();
   if (_IO_list_unlock) _IO_list_unlock();
 }
 
@@ -35,6 +42,9 @@ static void fork_child(void) {
   arenas_fork_child();
   tcache_fork_child();
   stats_fork_release();
+  prof_sample_fork_child();
+  prof_modules_fork_child();
+  prof_timeline_fork_child();
   background_fork_child();
   /* glibc may or may not have reset the list lock already (it does for multi-threaded
    * parents); only this thread exists now, so resetting it is always right. */

@@ -27,6 +27,7 @@
 #include "init.h"
 #include "options.h"
 #include "pagemap.h"
+#include "prof_hooks.h"
 #include "size_class.h"
 #include "tcache.h"
 #include "thread.h"
@@ -77,6 +78,8 @@ void free_to_arena(extent_t *e, unsigned c, void *p) {
     arena_free_small(e, p);
   } else {
     tls_thread.direct_deallocated += e->npages * PAGE;
+    /* Before the block can be handed out again (and sampled again). */
+    if (unlikely(e->sampled)) prof_block_free(p);
     arena_free_large(e->arena, e);
   }
 }
@@ -168,7 +171,8 @@ void tessera_free_checked_size(void *p, size_t usable, size_t usable_alt, bool u
   /* The size must be one of the block's size class (hardened_malloc's rule): a
    * different class means the program frees another object than it thinks. */
   size_t actual = c == CODE_LARGE ? e->npages * PAGE : class_infos[c].size;
-  if (unlikely(actual != usable && actual != usable_alt)) fatal_pointer(func, "size of another size class", p);
+  /* A sampled block has an extent of its own, larger than its class (prof_hooks.h). */
+  if (unlikely(actual != usable && actual != usable_alt && !e->sampled)) fatal_pointer(func, "size of another size class", p);
   if (use_tcache) free_checked(p, e, c);
   else free_to_arena(e, c, p);
 }

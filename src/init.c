@@ -8,9 +8,11 @@
 #include "free_map.h"
 #include "options.h"
 #include "os.h"
+#include "prof_hooks.h"
 #include "size_class.h"
 #include "tcache.h"
 #include "thread.h"
+#include "timeline_thread.h"
 
 _Atomic int boot_state;
 _Atomic bool boot_constructed;
@@ -30,6 +32,7 @@ bool boot_slow(void) {
   free_map_boot();
   unsigned narenas = opt_narenas ? opt_narenas : os_ncpus();
   if (!arenas_init(narenas) || !tcache_boot()) fatal("out of memory during initialisation");
+  prof_hooks_boot(); /* after tcache_boot: it redirects malloc's size -> bin table */
   tessera_assert(class_infos[0].size == QUANTUM && arena_get(0) != NULL);
   atomic_store(&boot_state, BOOT_DONE);
   fork_register(); /* pthread_atfork may allocate: only now that malloc works */
@@ -42,4 +45,6 @@ __attribute__((constructor)) static void tessera_constructor(void) {
   boot_ensure();
   atomic_store(&boot_constructed, true);
   background_start_if_wanted();
+  prof_hooks_constructed();
+  timeline_start_if_wanted();
 }

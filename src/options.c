@@ -39,6 +39,16 @@ char opt_stats_prefix[256] = "";
 char opt_arena_exclusive[256] = "";
 unsigned opt_percpu_arena = 0;
 char opt_slab_sizes[256] = "";
+bool opt_prof = false;
+bool opt_prof_active = true;
+unsigned opt_lg_prof_sample = 19;
+char opt_prof_prefix[256] = "tessera";
+bool opt_prof_final = false;
+bool opt_prof_gdump = false;
+ssize_t opt_lg_prof_interval = -1;
+bool opt_prof_leak = false;
+size_t opt_timeline_ms = 0;
+char opt_timeline_prefix[256] = "tessera";
 slab_range_t opt_slab_ranges[SLAB_RANGES_MAX];
 unsigned opt_slab_nranges;
 
@@ -118,6 +128,30 @@ const option_def_t option_table[] = {
                "Bytes kept mapped and given up when memory runs out, so the OOM callback and the retry can succeed (0: none)."),
     NUM_OPTION("limit", OPTION_SIZE, opt_limit, 0, (1ull << 48),
                "Soft limit on the memory tessera maps: past it, purge, call the OOM callback, then fail with ENOMEM (0: none)."),
+    BOOL_OPTION("prof", opt_prof,
+                "Heap profiling: sample allocations by bytes and remember their call stacks "
+                "(docs/profiling.md). Off, it costs nothing."),
+    BOOL_OPTION("prof_active", opt_prof_active,
+                "With prof: sample from the start (prof.active turns sampling on and off)."),
+    NUM_OPTION("lg_prof_sample", OPTION_UNSIGNED, opt_lg_prof_sample, 0, 40,
+               "Mean sample interval 2^N bytes (19: one sample per 512 KiB allocated on average)."),
+    STRING_OPTION("prof_prefix", opt_prof_prefix,
+                  "Profile files are <prefix>.<pid>.<seq>.<trigger>.heap and .pb.gz, <prefix>.<pid>.summary.txt "
+                  "and <prefix>.<pid>.leak.txt.",
+                  "a file path prefix (no comma), 200 characters at most", valid_path_prefix),
+    BOOL_OPTION("prof_final", opt_prof_final, "With prof: dump a profile at exit."),
+    BOOL_OPTION("prof_gdump", opt_prof_gdump,
+                "With prof: dump a profile at each new peak of allocated bytes (checked at each sample)."),
+    NUM_OPTION("lg_prof_interval", OPTION_SSIZE, opt_lg_prof_interval, -1, 62,
+               "With prof: dump a profile every 2^N bytes allocated (counted at samples); -1 never."),
+    BOOL_OPTION("prof_leak", opt_prof_leak,
+                "With prof: at exit, report the sampled blocks still allocated, largest sites first, "
+                "to stderr and <prof_prefix>.<pid>.leak.txt."),
+    NUM_OPTION("timeline_ms", OPTION_SIZE, opt_timeline_ms, 0, 3600000,
+               "Write the memory counters to <timeline_prefix>.<pid>.timeline.jsonl every N ms; 0 never."),
+    STRING_OPTION("timeline_prefix", opt_timeline_prefix,
+                  "The timeline file's prefix (timeline_ms).",
+                  "a file path prefix (no comma), 200 characters at most", valid_path_prefix),
 };
 const unsigned option_count = sizeof(option_table) / sizeof(option_table[0]);
 _Static_assert(sizeof(option_table) / sizeof(option_table[0]) <= OPTION_MAX, "raise OPTION_MAX");

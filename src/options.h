@@ -50,6 +50,17 @@ extern char opt_stats_prefix[256];
 /* "NAME|NAME|...": threads with these names get an arena of their own (arena.c). */
 extern char opt_arena_exclusive[256];
 extern unsigned opt_percpu_arena; /* jemalloc's option: only "disabled" */
+/* The heap profiler (docs/profiling.md) and the memory timeline. */
+extern bool opt_prof;
+extern bool opt_prof_active;
+extern unsigned opt_lg_prof_sample;
+extern char opt_prof_prefix[256];
+extern bool opt_prof_final;
+extern bool opt_prof_gdump;
+extern ssize_t opt_lg_prof_interval; /* -1: off */
+extern bool opt_prof_leak;
+extern size_t opt_timeline_ms; /* 0: off */
+extern char opt_timeline_prefix[256];
 /* "lo-hi:pages|lo-hi:pages|...": slab size in pages for the small classes whose size
  * lies in [lo, hi], later ranges winning; parsed into opt_slab_ranges. */
 extern char opt_slab_sizes[256];

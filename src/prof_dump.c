@@ -68,6 +68,10 @@ static void write_symbolized(const prof_module_table_t *t, void *arg) {
     j->ok &= prof_pprof_write(&j->out, &j->snap, &sym);
     j->ok &= prof_out_close(&j->out);
   }
+  if (j->report_fd < 0 && !j->summary_path[0]) {
+    prof_symbolizer_fini(&sym);
+    return;
+  }
   if (j->report_fd >= 0) prof_out_open_fd(&j->out, j->report_fd, false);
   else j->ok &= prof_out_open(&j->out, j->summary_path, false, false);
   prof_report_write(&j->out, &j->snap, &sym, j->title, j->max_sites, 16);
@@ -97,14 +101,8 @@ static void job_free(dump_job_t *j) {
   base_free(j, sizeof(*j));
 }
 
-bool prof_dump(const char *prefix, char trigger) {
-  dump_job_t *j = job_new();
-  if (!j) return false;
-  unsigned seq = atomic_fetch_add(&dump_seq, 1);
-  char heap_path[PROF_PATH_MAX];
-  prof_dump_filename(heap_path, sizeof(heap_path), prefix, seq, trigger, ".heap");
-  prof_dump_filename(j->pb_path, sizeof(j->pb_path), prefix, seq, trigger, ".pb.gz");
-  prof_dump_filename(j->summary_path, sizeof(j->summary_path), prefix, 0, 0, ".summary.txt");
+/* Writes heap_path and j->pb_path (and j->summary_path if set), then frees j. */
+static bool dump_job_run(dump_job_t *j, const char *heap_path) {
   j->ok &= prof_out_open(&j->out, heap_path, false, false);
   prof_jeprof_write(&j->out, &j->snap);
   j->ok &= prof_out_close(&j->out);
@@ -114,6 +112,28 @@ bool prof_dump(const char *prefix, char trigger) {
   bool ok = j->ok;
   job_free(j);
   return ok;
+}
+
+bool prof_dump(const char *prefix, char trigger) {
+  dump_job_t *j = job_new();
+  if (!j) return false;
+  unsigned seq = atomic_fetch_add(&dump_seq, 1);
+  char heap_path[PROF_PATH_MAX];
+  prof_dump_filename(heap_path, sizeof(heap_path), prefix, seq, trigger, ".heap");
+  prof_dump_filename(j->pb_path, sizeof(j->pb_path), prefix, seq, trigger, ".pb.gz");
+  prof_dump_filename(j->summary_path, sizeof(j->summary_path), prefix, 0, 0, ".summary.txt");
+  return dump_job_run(j, heap_path);
+}
+
+bool prof_dump_named(const char *heap_path) {
+  size_t n = strlen(heap_path);
+  if (n == 0 || n + sizeof(".pb.gz") > PROF_PATH_MAX) return false;
+  dump_job_t *j = job_new();
+  if (!j) return false;
+  memcpy(j->pb_path, heap_path, n);
+  memcpy(j->pb_path + n, ".pb.gz", sizeof(".pb.gz"));
+  j->summary_path[0] = '\0';
+  return dump_job_run(j, heap_path);
 }
 
 bool prof_leak_report(int fd, unsigned max_sites) {

@@ -21,6 +21,9 @@
 
 /* Writes the three files; false if any could not be written. */
 bool prof_dump(const char *prefix, char trigger);
+/* prof.dump with a file name: jeprof's profile to heap_path and pprof's to
+ * <heap_path>.pb.gz (no summary). */
+bool prof_dump_named(const char *heap_path);
 /* Writes the leak report (memory still live, estimated from samples, largest first) to
  * file descriptor fd. Meant for exit; returns false if nothing could be written. */
 bool prof_leak_report(int fd, unsigned max_sites);

@@ -2,6 +2,7 @@
 #include "prof_modules.h"
 
 #include "base.h"
+#include "lock.h"
 #include "os.h"
 
 #include <string.h>
@@ -143,11 +144,22 @@ static int locked_cb(struct dl_phdr_info *info, size_t size, void *arg) {
   return 1; /* stop: only the first callback matters */
 }
 
+/* Held around the profiler's dl_iterate_phdr calls, and by fork's prepare handler: a
+ * child of fork must not inherit the loader's lock held by a thread that no longer
+ * exists there (glibc does not reset it), which would stop its first stack capture. */
+static lock_t gate;
+
 bool prof_modules_locked(void (*fn)(const prof_module_table_t *t, void *arg), void *arg) {
   locked_ctx_t c = {fn, arg, false};
+  lock_acquire(&gate);
   dl_iterate_phdr(locked_cb, &c);
+  lock_release(&gate);
   return c.ran;
 }
+
+void prof_modules_fork_prepare(void) { lock_fork_prepare(&gate); }
+void prof_modules_fork_parent(void) { lock_fork_release(&gate); }
+void prof_modules_fork_child(void) { lock_fork_release(&gate); }
 
 const prof_module_t *prof_module_find(const prof_module_table_t *t, uintptr_t addr) {
   unsigned lo = 0, hi = t->count;

@@ -57,6 +57,11 @@ typedef struct prof_module_table {
 /* Runs fn(table, arg) with the loader's lock held and the table current. Returns false
  * (without calling fn) only if dl_iterate_phdr found no module at all. */
 bool prof_modules_locked(void (*fn)(const prof_module_table_t *t, void *arg), void *arg);
+/* fork: the gate around the profiler's loader-lock sections, first in the lock order
+ * (taken before any allocator lock; the loader's lock and base's are taken inside). */
+void prof_modules_fork_prepare(void);
+void prof_modules_fork_parent(void);
+void prof_modules_fork_child(void);
 /* The module whose PT_LOAD span holds addr, or NULL (binary search). */
 const prof_module_t *prof_module_find(const prof_module_table_t *t, uintptr_t addr);
 /* True when [addr, addr + len) lies inside one loaded segment of a module. */

@@ -52,6 +52,7 @@ uint64_t prof_bytes_until_sample(prof_thread_t *t) {
   double draw = -prof_log(u) * (double)mean;
   uint64_t bytes = draw >= 4.0e18 ? (uint64_t)4e18 : (uint64_t)draw + 1;
   t->bytes_until_sample = (int64_t)bytes;
+  t->interval = bytes;
   return bytes;
 }
 
@@ -244,6 +245,41 @@ bool prof_sample_alloc(prof_thread_t *t, void *ptr, size_t usize, unsigned skip)
   t->busy = false;
   return ok;
 }
+
+bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, size_t usize, uintptr_t lo, uintptr_t hi) {
+  prof_bytes_until_sample(t);
+  if (t->busy || !ptr) return false;
+  t->busy = true;
+  uintptr_t pcs[PROF_DEPTH_MAX + PROF_TRIM_FRAMES];
+  unsigned depth = prof_unwind_capture(pcs, config.max_depth + PROF_TRIM_FRAMES, 1);
+  unsigned first = 0;
+  for (unsigned i = 0; i < depth && i < PROF_TRIM_FRAMES; i++)
+    if (pcs[i] >= lo && pcs[i] < hi) first = i + 1;
+  bool ok = prof_record_alloc(ptr, usize, pcs + first, depth - first);
+  t->busy = false;
+  return ok;
+}
+
+void prof_sample_reset(unsigned lg_sample) {
+  lock_acquire(&prof_lock);
+  if (lg_sample > 40) lg_sample = 40;
+  config.lg_sample = lg_sample;
+  atomic_store_explicit(&period, (uint64_t)1 << lg_sample, memory_order_relaxed);
+  for (prof_stack_t *s = stack_list; s; s = s->next_in_order) memset(&s->counts, 0, sizeof(s->counts));
+  for (size_t i = 0; i < record_nbuckets; i++) {
+    for (prof_record_t *r = record_buckets[i], *next; r; r = next) {
+      next = r->next;
+      r->next = record_free_list;
+      record_free_list = r;
+    }
+    record_buckets[i] = NULL;
+  }
+  record_count = 0;
+  dropped = 0;
+  lock_release(&prof_lock);
+}
+
+unsigned prof_sample_lg(void) { return (unsigned)__builtin_ctzll(prof_sample_period()); }
 
 /* ---------------------------------------------------------------- snapshots */
 

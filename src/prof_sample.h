@@ -19,11 +19,13 @@
 #include "prof_unwind.h"
 #include "types.h"
 
-/* Per-thread state: 24 bytes the allocator keeps in its thread data, zero-initialized. */
+/* Per-thread state: 32 bytes the allocator keeps in its thread data, zero-initialized. */
 typedef struct prof_thread {
-  /* The allocator's fast path subtracts each usable size; at or below zero it calls
-   * prof_sample_alloc. Starts at 0, so the first allocation draws the first interval. */
+  /* The allocator subtracts each usable size; at or below zero it calls
+   * prof_sample_alloc. Starts at 0: the first allocation draws the first interval
+   * (prof_sample_first_due). */
   int64_t bytes_until_sample;
+  uint64_t interval; /* the last interval drawn (0: none yet) */
   uint64_t prng;
   bool busy; /* inside the profiler: nested allocations are never sampled */
 } prof_thread_t;
@@ -71,6 +73,27 @@ static inline bool prof_sample_due(prof_thread_t *t, size_t usize) {
  * Returns true if ptr is now sampled (the allocator then marks the block so its free
  * calls prof_record_free). Call with no allocator lock held. */
 bool prof_sample_alloc(prof_thread_t *t, void *ptr, size_t usize, unsigned skip);
+/* prof_sample_due, without the bias of the zero start: on a thread's first allocation
+ * the first interval is drawn and the block is due only if that interval ends in it. */
+static inline bool prof_sample_first_due(prof_thread_t *t, size_t usize) {
+  if (!prof_sample_due(t, usize)) return false;
+  if (t->interval != 0) return true;
+  prof_bytes_until_sample(t);
+  return prof_sample_due(t, usize);
+}
+
+/* prof_sample_alloc, leaving out the allocator's own frames: every frame up to and
+ * including the outermost one, among the innermost PROF_TRIM_FRAMES, whose PC lies in
+ * [lo, hi) (the allocator's entry points). Without such a frame nothing is left out. */
+#define PROF_TRIM_FRAMES 12
+bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, size_t usize, uintptr_t lo, uintptr_t hi);
+
+/* prof.reset: forgets every sampled block and zeroes every stack's counters, then sets
+ * the mean interval to 2^lg_sample. */
+void prof_sample_reset(unsigned lg_sample);
+/* The current lg of the mean interval. */
+unsigned prof_sample_lg(void);
+
 /* Records ptr (of usable size usize) with an already captured stack. */
 bool prof_record_alloc(void *ptr, size_t usize, const uintptr_t *pcs, unsigned depth);
 /* Forgets a sampled block (free, or the old block of a realloc). Returns false if ptr

@@ -13,6 +13,7 @@
 #include "frontend.h"
 #include "hardened_key.h"
 #include "pagemap.h"
+#include "prof_hooks.h"
 #include "size_class.h"
 #include "tcache.h"
 #include "thread.h"
@@ -36,7 +37,7 @@ static bool resize_large(extent_t *e, size_t old_usable, size_t new_usable) {
   return true;
 }
 
-TESSERA_EXPORT void *realloc(void *p, size_t size) {
+TESSERA_EXPORT PROF_API_ENTRY void *realloc(void *p, size_t size) {
   if (p == NULL) return tessera_malloc_internal(size);
   if (size == 0) { /* glibc's behaviour: free and return NULL */
     unsigned c;
@@ -57,7 +58,8 @@ TESSERA_EXPORT void *realloc(void *p, size_t size) {
   } else if (size > SMALL_MAX) {
     size_t new_usable = large_usable_size(size);
     if (new_usable == old_usable) return p;
-    if (new_usable != 0 && resize_large(e, old_usable, new_usable)) return p;
+    /* A sampled block keeps its extent: allocate, copy, free (the profiler sees both). */
+    if (new_usable != 0 && !e->sampled && resize_large(e, old_usable, new_usable)) return p;
   }
   void *q = tessera_malloc_internal(size);
   if (q == NULL) return NULL; /* errno is ENOMEM; p is untouched */
@@ -66,7 +68,7 @@ TESSERA_EXPORT void *realloc(void *p, size_t size) {
   return q;
 }
 
-TESSERA_EXPORT void *reallocarray(void *p, size_t n, size_t size) {
+TESSERA_EXPORT PROF_API_ENTRY void *reallocarray(void *p, size_t n, size_t size) {
   size_t total;
   if (__builtin_mul_overflow(n, size, &total)) {
     errno = ENOMEM;
@@ -83,6 +85,7 @@ size_t realloc_in_place(void *p, size_t size, size_t extra, bool zero) {
   extent_t *e = free_lookup_block(p, "xallocx()", &c, false);
   if (c < NSMALL) return class_infos[c].size; /* a region cannot change size */
   size_t old_usable = e->npages * PAGE;
+  if (e->sampled) return old_usable; /* the profiler's block of its own stays as it is */
   size_t want = size > SIZE_MAX - extra ? SIZE_MAX : size + extra;
   /* As jemalloc: grow to size + extra where the neighbour allows (else to size, if the
    * block is smaller than that); a block then between size and size + extra stays as it

@@ -9,6 +9,7 @@
 #ifndef TESSERA_THREAD_H
 #define TESSERA_THREAD_H
 
+#include "prof_sample.h"
 #include "types.h"
 
 /* What a thread's cache is doing (thread_state_t.cache_state). */
@@ -37,6 +38,7 @@ typedef struct thread_state {
   arena_t *exclusive_arena; /* the arena arena_exclusive gave it, or NULL */
   uint8_t name_checks;      /* arena_exclusive: name checks after the arena choice */
   struct thread_state *stats_next, *stats_prev; /* the registry (thread_stats.c) */
+  prof_thread_t prof; /* prof:true: the heap profiler's byte countdown (prof_hooks.c) */
 } thread_state_t;
 
 extern __thread thread_state_t tls_thread __attribute__((tls_model("initial-exec")));

@@ -102,6 +102,7 @@ typedef struct extent {
   uint8_t state;      /* extent_state_t */
   uint8_t class_id;   /* slab: its size class */
   uint8_t has_bitmap; /* the record has room for a full slab bitmap */
+  uint8_t sampled;    /* large: a block the heap profiler sampled (free tells it) */
   /* pairing-heap links (free-extent sets and a bin's non-full slabs; never both) */
   struct extent *heap_child;
   struct extent *heap_next;

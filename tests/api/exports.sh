@@ -12,6 +12,10 @@ COMPAT=${3:-ON}
 command -v nm > /dev/null || { echo "FAIL: nm (binutils) not found" >&2; exit 1; }
 
 exported=$(nm -D --defined-only "$LIB" | awk '$2 ~ /^[TtWwiVv]$/ || $2 ~ /^[BDR]$/ { print $3 }' | sort -u)
+# A hidden symbol the linker lists in .dynsym (the profiler's section bounds) cannot be
+# bound from outside: not an export.
+hidden=$(readelf -W --dyn-syms "$LIB" | awk '$6 == "HIDDEN" { print $8 }' | sort -u)
+exported=$(comm -23 <(printf '%s\n' $exported) <(printf '%s\n' $hidden))
 header_api=$(grep -o '^TESSERA_EXPORT [^(]*(' "$HEADER" | sed 's/($//; s/.*[ *]//' | sort -u)
 [ -n "$header_api" ] || { echo "FAIL: no TESSERA_EXPORT declarations found in $HEADER" >&2; exit 1; }
 jemalloc_api="mallocx rallocx xallocx sallocx dallocx sdallocx nallocx mallctl mallctlnametomib

@@ -1,0 +1,143 @@
+/* prof_hooks: see prof_hooks.h. */
+#include "prof_hooks.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "arena.h"
+#include "extent.h"
+#include "lock.h"
+#include "options.h"
+#include "os.h"
+#include "pagemap.h"
+#include "prof_dump.h"
+#include "stats.h"
+#include "tcache.h"
+
+/* The linker's bounds of the section PROF_API_ENTRY names. */
+extern const char __start_tessera_api[] __attribute__((visibility("hidden")));
+extern const char __stop_tessera_api[] __attribute__((visibility("hidden")));
+
+_Atomic bool prof_active_now;
+static int leak_fd = -1;                   /* a duplicate of stderr taken at start-up */
+static _Atomic uint64_t interval_counted;  /* bytes allocated, as counted at samples */
+static _Atomic uint64_t interval_next;     /* the next lg_prof_interval dump point */
+static _Atomic size_t gdump_peak;          /* allocated bytes at the last prof_gdump dump */
+
+#define LEAK_SITES 20
+
+void prof_hooks_boot(void) {
+  if (!opt_prof) return;
+  prof_config_t c = PROF_CONFIG_DEFAULT;
+  c.lg_sample = opt_lg_prof_sample;
+  prof_sample_init(&c);
+  atomic_store(&prof_active_now, opt_prof_active);
+  if (opt_lg_prof_interval >= 0) atomic_store(&interval_next, (uint64_t)1 << opt_lg_prof_interval);
+  /* Every size's fast path lands in bins[0], which is always empty. */
+  memset(tcache_bin_offset_of_size, 0, sizeof(tcache_bin_offset_of_size));
+}
+
+void prof_hooks_constructed(void) {
+  if (opt_prof && opt_prof_leak && leak_fd < 0) leak_fd = os_dup_stderr();
+}
+
+extent_t *prof_block_new(size_t usize, size_t align, bool zero) {
+  size_t request = (usize + PAGE_MASK) & ~(size_t)PAGE_MASK;
+  if (request < usize) return NULL;
+  void *p = arena_malloc_large(current_arena(tcache_get()), request, align, zero);
+  if (p == NULL) return NULL;
+  extent_t *e = pm_extent(pagemap_get((uintptr_t)p));
+  e->sampled = 1;
+  /* An uncached code, whatever the size: its free takes the slow path. */
+  lock_acquire(&e->arena->extent_lock);
+  extent_map_active(e, CODE_LARGE);
+  lock_release(&e->arena->extent_lock);
+  return e;
+}
+
+/* allocated bytes now (the stats layer's snapshot, as tessera_get_counters). */
+static size_t allocated_now(void) {
+  stats_snapshot_lock(&stats_print_snapshot);
+  stats_refresh(&stats_print_snapshot);
+  size_t v = stats_print_snapshot.totals.allocated;
+  stats_snapshot_unlock(&stats_print_snapshot);
+  return v;
+}
+
+static void dump_if_interval(uint64_t consumed) {
+  if (opt_lg_prof_interval < 0) return;
+  uint64_t total = atomic_fetch_add(&interval_counted, consumed) + consumed;
+  uint64_t next = atomic_load(&interval_next);
+  if (total < next) return;
+  uint64_t step = (uint64_t)1 << opt_lg_prof_interval;
+  uint64_t after = (total / step + 1) * step;
+  if (atomic_compare_exchange_strong(&interval_next, &next, after)) prof_dump(opt_prof_prefix, 'i');
+}
+
+static void dump_if_peak(void) {
+  if (!opt_prof_gdump) return;
+  size_t now = allocated_now();
+  size_t peak = atomic_load(&gdump_peak);
+  if (now > peak && atomic_compare_exchange_strong(&gdump_peak, &peak, now)) prof_dump(opt_prof_prefix, 'm');
+}
+
+PROF_API_ENTRY void prof_block_record(void *p, size_t usize) {
+  prof_thread_t *t = &tls_thread.prof;
+  uint64_t consumed = (uint64_t)((int64_t)t->interval - t->bytes_until_sample);
+  prof_sample_alloc_outside(t, p, usize, (uintptr_t)__start_tessera_api, (uintptr_t)__stop_tessera_api);
+  if (p == NULL) return;
+  t->busy = true; /* a dump's own allocations (none expected) are never sampled */
+  dump_if_interval(consumed);
+  dump_if_peak();
+  t->busy = false;
+}
+
+void prof_block_free(void *p) { prof_record_free(p); }
+
+/* ---------------------------------------------------------------- prof.* */
+
+int prof_ctl_dump(const char *filename) {
+  if (!opt_prof) return ENOENT;
+  bool ok = filename ? prof_dump_named(filename) : prof_dump(opt_prof_prefix, 'u');
+  return ok ? 0 : EFAULT;
+}
+
+int prof_ctl_active(bool *old, const bool *set) {
+  if (set && !opt_prof) return ENOENT;
+  if (old) *old = atomic_load(&prof_active_now);
+  if (set) atomic_store(&prof_active_now, *set);
+  return 0;
+}
+
+int prof_ctl_reset(const size_t *lg_sample) {
+  if (!opt_prof) return ENOENT;
+  if (lg_sample && *lg_sample > 40) return EINVAL;
+  prof_sample_reset(lg_sample ? (unsigned)*lg_sample : prof_sample_lg());
+  return 0;
+}
+
+int prof_ctl_lg_sample(size_t *out) {
+  *out = opt_prof ? prof_sample_lg() : opt_lg_prof_sample;
+  return 0;
+}
+
+/* ---------------------------------------------------------------- exit */
+
+static void leak_report_at_exit(void) {
+  char path[PROF_PATH_MAX];
+  prof_dump_filename(path, sizeof(path), opt_prof_prefix, 0, 0, ".leak.txt");
+  int fd = os_open_write(path, false);
+  if (fd >= 0) {
+    prof_leak_report(fd, LEAK_SITES);
+    os_close(fd);
+  }
+  if (leak_fd >= 0) prof_leak_report(leak_fd, LEAK_SITES);
+}
+
+__attribute__((destructor)) static void prof_at_exit(void) {
+  if (!opt_prof) return;
+  tls_thread.prof.busy = true;
+  if (opt_prof_final && !prof_dump(opt_prof_prefix, 'f')) os_write_stderr("tessera: prof_final: the profile could not be written\n");
+  if (opt_prof_leak) leak_report_at_exit();
+  tls_thread.prof.busy = false;
+}

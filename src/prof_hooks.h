@@ -1,0 +1,71 @@
+/*
+ * prof_hooks: the heap profiler (prof_sample.h and the files after it) in the malloc
+ * paths, with prof:true. Nothing here runs with prof:false: the only test on a path
+ * that prof:false takes is `opt_prof` on malloc's, calloc's and the aligned family's
+ * slow paths, and `extent->sampled` on the free of a large block (a slow path too).
+ *
+ * How every allocation is seen: with prof:true, boot points every entry of malloc's
+ * size -> bin table at bins[0] (which never caches), so malloc's fast path always falls
+ * into its slow path, which pops the thread cache itself after counting the block's
+ * usable size down the thread's byte countdown (prof_sample_first_due). free's fast
+ * path is unchanged.
+ *
+ * A sampled block gets a large extent of its own, marked `sampled` and mapped as an
+ * uncached large block (CODE_LARGE), whatever its size: its free misses free's fast
+ * path, and free's slow path tells the profiler (prof_record_free) before the block
+ * goes back to its arena (jemalloc serves sampled small blocks the same way).
+ *
+ * Dumps (prof.dump, prof_final, prof_gdump, lg_prof_interval) and the leak report run
+ * with no allocator lock held; see docs/profiling.md for the files.
+ */
+#ifndef TESSERA_PROF_HOOKS_H
+#define TESSERA_PROF_HOOKS_H
+
+#include "prof_sample.h"
+#include "thread.h"
+#include "types.h"
+
+/* After tcache_boot: readies the engine and, with prof:true, sends malloc's fast path
+ * to the slow path. */
+void prof_hooks_boot(void);
+/* From the library's constructor: keeps a duplicate of stderr for the leak report. */
+void prof_hooks_constructed(void);
+
+extern _Atomic bool prof_active_now; /* prof.active */
+
+/* With prof:true, on every allocation of usize bytes: whether it is the sampled one.
+ * Draws the next interval itself when sampling is inactive or the thread is inside
+ * the profiler. */
+static inline bool prof_alloc_due(size_t usize) {
+  prof_thread_t *t = &tls_thread.prof;
+  if (likely(!prof_sample_first_due(t, usize))) return false;
+  if (likely(atomic_load_explicit(&prof_active_now, memory_order_relaxed) && !t->busy)) return true;
+  prof_bytes_until_sample(t);
+  return false;
+}
+
+/* The sampled block's extent: a large extent of at least usize bytes (page rounded),
+ * aligned to align (>= PAGE), zeroed if asked, marked sampled. NULL if impossible. */
+extent_t *prof_block_new(size_t usize, size_t align, bool zero);
+/* After the block is counted and before any allocator lock: captures the stack (the
+ * allocator's entry points left out) and records p as a sampled block of usize bytes;
+ * then any dump the allocation triggers (lg_prof_interval, prof_gdump). p may be NULL
+ * (the allocation failed): the next interval is drawn all the same. */
+void prof_block_record(void *p, size_t usize);
+/* The free of a block whose extent is marked sampled. */
+void prof_block_free(void *p);
+
+/* prof.* (ctl.c). Each returns 0 or an errno value (ENOENT for a write or an action
+ * with prof:false). */
+int prof_ctl_dump(const char *filename); /* NULL: <prof_prefix>.<pid>.<seq>.u.heap */
+int prof_ctl_active(bool *old, const bool *set);
+int prof_ctl_reset(const size_t *lg_sample); /* NULL: keep the interval */
+int prof_ctl_lg_sample(size_t *out);
+
+/* The section of the allocator's entry points (malloc, calloc, realloc, ...) and of
+ * the functions between them and the profiler (malloc's slow path, ...): the profiler
+ * leaves every frame up to the outermost of these out of a stack. (A tail call leaves
+ * no frame of its caller, so the slow paths must be in the section too.) */
+#define PROF_API_ENTRY __attribute__((section("tessera_api")))
+
+#endif
