@@ -2,9 +2,11 @@
  * Rule "threads per arena": THREADS busy threads that each allocate a batch of blocks
  * bigger than their thread cache holds, then free it, ROUNDS times. Every batch refills
  * and flushes the cache, so each thread takes its arena's bin locks often; with
- * narenas:1 all of them queue on the same locks.
+ * narenas:1 all of them queue on the same locks. The batch (6000 blocks, about 3000 of
+ * each class) is bigger than a cache bin grows by itself (2048 blocks, docs/design.md):
+ * a smaller one stops reaching the arena after a few rounds.
  *
- *   contention [threads=8] [rounds=10000] [batch=1000]
+ *   contention [threads=8] [rounds=1500] [batch=6000]
  * Run with TESSERA_CONF=narenas:1 to build the problem.
  */
 #define _GNU_SOURCE
@@ -13,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static unsigned rounds = 10000, batch = 1000;
+static unsigned rounds = 1500, batch = 6000;
 
 static void *worker(void *arg) {
   unsigned seed = (unsigned)(size_t)arg * 2654435761u + 1;
