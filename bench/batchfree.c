@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Big batches of one size (glibc's bench-malloc-simple shape).
  *
  * For each size in `sizes` and each batch length in `counts`: allocate `count` blocks of

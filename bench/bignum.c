@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A small arithmetic program (cfrac-like): many short-lived bignums.
  *
  * Numbers are heap blocks of 32-bit limbs, and every operation returns a new block, the

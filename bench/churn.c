@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Workloads 2 and 8b: server churn (larson-like).
  *
  * Each of `threads` threads keeps a working set of `slots` blocks of random size and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Shared helpers for the tessera benchmark programs.
  *
  * Every program here links nothing but libc (and pthreads): the allocator under test is

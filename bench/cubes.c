@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A small logic-minimisation program (espresso-like): covers of cubes.
  *
  * A cube is a bit vector of `words` 64-bit words, a cover a growable array of cubes. Each

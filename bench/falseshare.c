@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Workload 4: false sharing (cache-scratch-like).
  *
  * The main thread allocates one small object per worker, back to back, so they are likely

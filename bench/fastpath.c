@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Workload 1: the fast path.
  *
  * Tight malloc/free loops in two patterns:

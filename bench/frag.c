@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Workload 5: long-running fragmentation (browser-like).
  *
  * A long run of `phases` phases; each phase is a different "page" with its own mix of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Workload 6: growth by realloc.
  *
  * Two growth patterns real programs are full of:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Workload 7: large and huge blocks, 16 KiB to 256 MiB.
  *
  * A working set of `slots` blocks; each step frees one at random and allocates a new one

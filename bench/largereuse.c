@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Large blocks reused at once (malloc-large-like).
  *
  * A program that keeps `live` blocks of `min`..`max` bytes (default 5-25 MiB) and, step

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Server threads that come and go (larson-like).
  *
  * `threads` threads each own an array of `slots` blocks of uniform random size in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Workload 8a: many short-lived threads.
  *
  * `threads` threads in all, started in waves of `wave` at a time (a thread pool that is

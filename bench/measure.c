@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* measure: run a command, report its wall time and peak RSS.
  *
  *   measure OUTFILE TIMEOUT_S command [args...]

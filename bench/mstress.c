@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Threads allocating and freeing random sizes with random lifetimes (mstress-like).
  *
  * In each of `rounds` rounds, `threads` threads start, run `steps` steps each and end.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A database page cache (sqlite-like): blocks of one page plus a small header.
  *
  * SQLite's default page cache allocates every cached page as one block of the page size

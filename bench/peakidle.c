@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Workload 9: peak, then idle (memory returned over time).
  *
  * Builds a heap of `mib` MiB from blocks of 64 B to 64 KiB (log-uniform), frees the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Workload 3: producer/consumer (xmalloc-like).
  *
  * One thread allocates, another frees: every block crosses threads, so each free is a

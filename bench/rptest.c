@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Many threads, random sizes, a share of blocks freed by another thread (rptest-like).
  *
  * Each of `threads` threads runs `loops` loops. In a loop it allocates `batch` blocks of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // Workload 10e: a C++ STL-heavy program.
 //
 // What typical C++ does all day: strings built and copied, node containers (std::map,

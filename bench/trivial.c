@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A trivial program: start-up footprint.
  *
  * Allocates a few KiB the way a small command-line tool does (an options table, a few

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A per-thread working set of random sizes (glibc's bench-malloc-thread shape).
  *
  * Each of `threads` threads keeps `slots` blocks; every step frees one slot picked at

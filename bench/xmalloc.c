@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Many allocating threads, many freeing threads (xmalloc-test-like).
  *
  * `threads` producer threads allocate blocks of random small size in batches of `batch`

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tessera: a general-purpose malloc(3) replacement.
  *

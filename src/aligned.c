@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The aligned allocation family: posix_memalign, aligned_alloc, memalign, valloc,
  * pvalloc. Alignments up to a page come from the size classes (a class whose size is a

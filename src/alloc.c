@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * malloc and calloc. malloc's fast path pops a block from the thread cache (one table
  * load for the bin, one test, no lock) and clears its freed-block key (hardened_key.h);

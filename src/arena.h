@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Arenas: independent allocator states (bins + free extents, behind their own locks).
  * There are at most opt_narenas automatic ones (default: one per CPU the process may

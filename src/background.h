@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The optional background thread (background_thread:true, or started by itself once an
  * arena holds background_thread_auto unused bytes): wakes up periodically and runs every

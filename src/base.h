@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * base: the allocator for tessera's own metadata (extent records with their bitmaps,
  * arenas, statistics records). It never places metadata inside user memory. Memory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "bin.h"
 
 #include "bitmap.h"

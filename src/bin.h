@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Bins: an arena's slabs of one small class. Regions are handed out from the current
  * slab; when it is full the next comes from the non-full slabs, lowest address first

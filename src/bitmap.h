@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Slab bitmaps: bit i set <=> region i is free. Scanning from the lowest word hands out
  * the lowest-address free region first.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * jemalloc's non-standard API with jemalloc's names, flag encoding and semantics, so
  * programs written against it run unchanged: mallocx, rallocx, xallocx, sallocx,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Build variants, defined here and only here.
  *

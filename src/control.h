@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The core's hooks for the control interface (ctl.c: tessera_ctl and the jemalloc-
  * compatible entry points in compat.c). Everything the control tree reads or changes in

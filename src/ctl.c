@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The control interface: tessera_ctl(name, oldp, oldlenp, newp, newlen) over the tree of
  * names documented in docs/ctl.md, and name -> MIB translation for repeated queries.

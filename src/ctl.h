@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The control interface (ctl.c: tessera_ctl and the name tree of docs/ctl.md).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * C++ operator new and delete, every standard form, defined here so that C++ programs
  * reach tessera (and its sized free) directly. Written in C with the Itanium C++ ABI's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "decay.h"
 
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Decay: how many free pages of a stage (dirty, or muzzy) an arena may keep right now.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A buffered text writer for reports (statistics, the class table), with a minimal JSON
  * layer: members, nested objects and arrays, indentation. Output goes through a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Extents: an arena's page-granular allocator. Free extents sit in two sets, dirty
  * (resident) and retained (released, reads as zero), bucketed by size (four buckets per

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "fatal.h"
 
 #include "config.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Reporting misuse and impossible states: one clear line on stderr, then abort().
  * Never allocates, so it is safe anywhere, with any lock held.

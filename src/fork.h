@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fork: the child must be able to allocate, even when other threads were inside malloc
  * or inside stdio (which allocates) when fork was called, and even when fork is called

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * free and its checked relatives (free_sized, malloc_usable_size). free's fast path
  * reads the page's free-map entry (one load), checks that the pointer starts a region

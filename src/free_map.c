@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "free_map.h"
 
 #include "config.h"

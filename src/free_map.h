@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The free map: what free's fast path needs to know about a page, in one flat array
  * with one 8-byte entry per page, so that a lookup is a shift, a mask and a load (the

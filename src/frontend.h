@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The front end's cross-file entry points: the public functions are split by concept
  * (alloc.c, free.c, aligned.c, realloc.c, control.c, ...), and these are what one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * glibc's own extensions: the reporting functions (mallinfo, mallinfo2, malloc_stats,
  * malloc_info), answered from tessera's counters, mallopt, and malloc_trim.

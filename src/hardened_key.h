@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The freed-block key (glibc's tcache "key" idea, applied to every cached class, 16 B ..
  * 32 KiB): free writes a key into the second word of every block of a cached class it

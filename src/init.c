@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "init.h"
 
 #include "arena.h"

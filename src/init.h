@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Start-up: the one boot path. Every entry point that needs the allocator set up calls
  * boot_ensure() first: malloc's and free's slow paths, the control interface, the stats

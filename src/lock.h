@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The light lock: a futex mutex after Drepper's "Futexes Are Tricky" (mutex 2), with a
  * bounded adaptive spin before sleeping. Uncontended lock and unlock are one atomic each.

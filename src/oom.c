@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "oom.h"
 
 #include "tessera.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Memory running out: the memory reserve (option reserve) and the program's callback
  * (tessera_set_oom_callback in include/tessera.h). The arena layer decides when memory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Options: one table (options.c) names every option with its type, default, range and
  * one line of documentation. The table drives parsing, reading back (opt.*), the stats

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The OS layer (Linux). See os.h for the contract of each function. */
 #include "os.h"
 

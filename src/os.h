@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The OS layer: the only place that makes system calls. Nothing here allocates.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * glibc's internal names for the malloc family, for the rare program (or library) that
  * calls them directly, and tessera_version.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "pagemap.h"
 
 #include "config.h"

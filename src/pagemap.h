@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The page map: a two-level radix tree from page number to a 64-bit entry.
  *

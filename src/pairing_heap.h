@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * An intrusive pairing heap of extents ordered by address (lowest first), used for free
  * extent sets and for a bin's non-full slabs. Insert is O(1); remove-first and remove

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prof_cfi: see prof_cfi.h. The DWARF format is described in the DWARF 4 standard
  * (section 6.4, call frame information) and the LSB's .eh_frame / .eh_frame_hdr
  * chapter. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * prof_cfi: one step of an x86_64 DWARF call-frame-information unwinder. Finds the FDE
  * for a PC through the module's .eh_frame_hdr search table, runs the CIE's and FDE's

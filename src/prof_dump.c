@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prof_dump: see prof_dump.h. */
 #include "prof_dump.h"
 

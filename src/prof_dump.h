@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * prof_dump: writes the profile files of one dump and the leak report.
  *

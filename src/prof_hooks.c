@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prof_hooks: see prof_hooks.h. */
 #include "prof_hooks.h"
 

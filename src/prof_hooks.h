@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * prof_hooks: the heap profiler (prof_sample.h and the files after it) in the malloc
  * paths, with prof:true. Nothing here runs with prof:false: the only test on a path

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prof_jeprof: see prof_jeprof.h. */
 #include "prof_jeprof.h"
 

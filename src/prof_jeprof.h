@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * prof_jeprof: the text heap profile that jemalloc's jeprof reads ("heap_v2"):
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prof_maps: see prof_maps.h. */
 #include "prof_maps.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * prof_maps: /proc/self/maps, line by line, without allocating (a fixed line buffer;
  * longer lines are cut). Used for the thread-stack bounds of the unwinder.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prof_math: see prof_math.h. */
 #include "prof_math.h"
 

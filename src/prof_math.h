@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * prof_math: the few real functions sampling needs, without libm (the library links
  * libc only). Accurate to about 1e-14 relative over the ranges used.

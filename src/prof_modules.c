@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prof_modules: see prof_modules.h for the locking argument. */
 #include "prof_modules.h"
 

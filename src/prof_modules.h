@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * prof_modules: the table of loaded ELF modules (program, shared libraries, vDSO) that
  * the unwinder and the symbolizer consult: address ranges, .eh_frame_hdr, dynamic

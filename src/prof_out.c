@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prof_out: see prof_out.h. */
 #include "prof_out.h"
 

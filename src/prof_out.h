@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * prof_out: a buffered writer on a file descriptor, with an optional gzip layer.
  * A fixed buffer, raw write(2): usable inside the allocator. gzip output uses deflate's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prof_pprof: see prof_pprof.h. */
 #include "prof_pprof.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * prof_pprof: a heap profile in pprof's profile.proto format (github.com/google/pprof,
  * proto/profile.proto), written through prof_out (gzipped, as pprof expects).

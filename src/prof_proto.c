@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prof_proto: see prof_proto.h. */
 #include "prof_proto.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * prof_proto: the protocol-buffers wire format, enough to write a message: varints,
  * length-delimited fields and packed repeated integers, into a fixed buffer (nested

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prof_report: see prof_report.h. */
 #include "prof_report.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * prof_report: human-readable text from a snapshot: the top allocation sites by
  * estimated bytes in use (the summary written next to each dump, and the leak report

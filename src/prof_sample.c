@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prof_sample: see prof_sample.h. */
 #include "prof_sample.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * prof_sample: which allocations are sampled, and what is remembered about them.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prof_symbolize: see prof_symbolize.h. */
 #include "prof_symbolize.h"
 

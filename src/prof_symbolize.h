@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * prof_symbolize: names for code addresses, from the loaded modules' dynamic symbol
  * tables (PT_DYNAMIC: DT_SYMTAB, DT_STRTAB, with DT_GNU_HASH or DT_HASH for the count)

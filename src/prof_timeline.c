@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prof_timeline: see prof_timeline.h. */
 #include "prof_timeline.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * prof_timeline: the memory timeline, a JSON Lines file (one object per line).
  * The first line describes the process:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prof_unwind: see prof_unwind.h. */
 #include "prof_unwind.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * prof_unwind: the call stack of the calling thread as a list of return addresses.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Purging: giving an arena's unused pages back to the OS on the decay curves (decay.c),
  * under a cap that follows the recent peak of live pages, within a time budget per call.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * realloc and reallocarray: a block that already fits stays where it is; a large block
  * grows or shrinks in place when its neighbour allows; otherwise allocate, copy, free.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "size_class.h"
 
 #include "config.h"

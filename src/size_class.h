@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Size classes: four per doubling. A size is seen as a group (its highest bit) and a
  * mod (the next two bits): 16, 32, 48, 64 | 80, 96, 112, 128 | 160, 192, 224, 256 | ...

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "stash.h"
 
 #include "config.h"

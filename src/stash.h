@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The slab stash: empty slabs an arena keeps whole, per class lowest address first and
  * on one list oldest first (the extents' lru links).

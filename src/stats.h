@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Statistics: snapshots of every counter, merged on read from the arenas' bins and
  * extent sets and from the live thread caches. The control interface keeps one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The statistics printers: text and JSON (schema in docs/stats.md) from a snapshot
  * (stats.h), the size-class table, tessera_get_counters, and stats_print:true's report

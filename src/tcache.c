@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "tcache.h"
 
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Thread caches: per thread, one stack of free blocks (a cache bin) per cached class.
  * The fast paths (alloc.c, free.c) touch only the calling thread's cache; its slow

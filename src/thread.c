@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "thread.h"
 
 __thread thread_state_t tls_thread __attribute__((tls_model("initial-exec"))) = {.tcache = &tcache_empty};

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Per-thread state: everything tessera keeps for a thread, in one initial-exec
  * thread-local struct (one TLS access pattern, one place to look).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Per-thread statistics by thread name (the JSON statistics' `threads` section): the
  * requests, fills and flushes each thread's cache counted, summed over the threads that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* timeline_thread: see timeline_thread.h. */
 #include "timeline_thread.h"
 

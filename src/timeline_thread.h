@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * timeline_thread: with timeline_ms > 0, a service thread that appends the memory
  * counters (the stats layer's snapshot: what tessera_get_counters returns, plus the

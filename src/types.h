@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tessera's internal types.
  *

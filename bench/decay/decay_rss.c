@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The memory-return measurement: how much memory comes back, and when.
  *

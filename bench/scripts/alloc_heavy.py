@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Workload 10c: an allocation-heavy Python program.
 
 Run by bench/run as `python3 alloc_heavy.py ROUNDS RECORDS` with PYTHONMALLOC=malloc, so that every

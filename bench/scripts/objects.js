@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // Workload 10d: object-heavy JavaScript for duktape (binary trees, object churn, strings).
 // bench/run prepends `var SCALE = N;`. duktape allocates every object, string and
 // property table through the C allocator under test, so a JavaScript engine's allocation

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- Workload 10d: object-heavy Lua (binary trees, table churn, string building).
 -- Run by bench/run as `lua5.4 objects.lua SCALE`. Lua allocates every table, closure and
 -- string through one realloc-style function backed by the C allocator under test.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Rule "threads per arena": THREADS busy threads that each allocate a batch of blocks
  * bigger than their thread cache holds, then free it, ROUNDS times. Every batch refills

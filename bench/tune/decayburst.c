@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Rule "pages purged and faulted back": a bursty program. Each burst allocates
  * BURST_MIB of 256 KiB blocks, writes them, frees them, then the program pauses for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Rule "memory kept in mostly-empty slabs" (--goal memory): phase one allocates
  * PHASE_MIB of 64-byte blocks and frees all but a random 1%; those survivors stay live

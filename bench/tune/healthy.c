@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The healthy program: one thread, a small working set of mixed small blocks that fits
  * its thread cache, no large blocks, no bursts. The advisor must find nothing to change.

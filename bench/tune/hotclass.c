@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Rule "cache-bin fills and flushes": one thread works on a batch of BATCH 1 KiB
  * blocks at a time (allocate them all, free them all). With small slabs for the 1 KiB

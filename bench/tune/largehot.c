@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Rule "hot large sizes that miss the thread cache": a loop that allocates a 24 KiB
  * buffer, fills its first cache lines and frees it. Above tcache_max every one of these

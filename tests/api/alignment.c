@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api.alignment: every power-of-two alignment from 1 B to 64 MiB through posix_memalign,
  * aligned_alloc and memalign, with sizes 0, 1, small and large; valloc and pvalloc page

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api.basic: zero and NULL cases, calloc zeroing (also of reused memory),
  * malloc_usable_size >= request, free_sized/free_aligned_sized, mallinfo2 plausibility,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // api.cxx: C++ operator new/delete in every standard form (plain, array, nothrow, sized,
 // aligned up to 4096 and beyond, aligned+sized), std::bad_alloc for impossible sizes, the
 // new-handler protocol, nothrow new returning nullptr, and STL containers on top.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api.errno: impossible requests return NULL (or an error code) with errno ENOMEM from every
  * function of the family, failed reallocations leave the old block intact, and free() never

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # api.exports: libtessera.so exports exactly the public API: the malloc family glibc exports
 # (with glibc's __libc_* / __posix_memalign aliases, which some programs and the dynamic
 # loader interpose on), C++ operator new/delete, and the functions include/tessera.h

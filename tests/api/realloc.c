@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api.realloc: realloc(NULL, n) acts as malloc; content is preserved when growing and
  * shrinking across every size-class boundary from 1 B to 4 MiB; a realloc that stays within

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * api.symbols: every function of the malloc family that glibc exports, and every form of
  * C++ operator new/delete, resolves to libtessera. A function tessera left out would fall

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * tt.h: the small shared toolkit of tessera's API, stress and misuse tests.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """ctl.stats_json: the JSON statistics parse with python3's json module, follow the
 schema of docs/stats.md, and their totals agree with a controlled workload.
 

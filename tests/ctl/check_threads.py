@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """ctl.threads: the exit statistics of tests/ctl/threads_workload.c, written through
 stats_prefix, carry pid, cmdline, time, arenas.nthreads_peak, arenas.merged.refaulted and
 a threads section with the workload's named threads (exited ones summed by name)."""

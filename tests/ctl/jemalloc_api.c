@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ctl.jemalloc_api: a program written against jemalloc's API (its declarations and
  * MALLOCX_* encoding as <jemalloc/jemalloc.h> gives them, repeated here because that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Per-large-size statistics: blocks of known large sizes show up in the counters of
  * their size class (stats.arenas.<i>.lextents.<j>.*, arenas.lextent.<j>.size), and
  * leave the current count when freed. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ctl.names: docs/ctl.md and the ctl tree agree. Every name in the doc's tree table
  * exists (queried through tessera_ctl with <i> and <j> replaced by 0, read with the

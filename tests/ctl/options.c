@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ctl.options: every option is parsed from TESSERA_CONF, read back through opt.*, and
  * (where the effect exists) observed; bad entries print the expected line and keep the

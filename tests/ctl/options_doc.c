@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ctl.options_doc: docs/options.md is generated from the options table (src/options.c).
  *

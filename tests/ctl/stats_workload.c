@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The workload of ctl.stats_json: holds known blocks, then writes to stdout one line
  * "workload <baseline> <requested> <usable> <ctl allocated>" and the JSON statistics

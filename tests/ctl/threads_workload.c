@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ctl.threads: named threads allocate known counts and exit; check_threads.py reads the
  * exit statistics (stats_prefix file) and checks the threads section, nthreads_peak,

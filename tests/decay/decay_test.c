@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Returning memory, one scenario per invocation (argv[1]):
  *   trim        pages really are released: RSS drops after malloc_trim(0), live data intact

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * limits_test <mode>: the OOM callback (tessera_set_oom_callback), the soft limit (option
  * limit) and the memory reserve (option reserve). Each mode runs with the option its

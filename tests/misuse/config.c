@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * misuse.config_<case>: TESSERA_CONF handling. The test re-executes itself with a given
  * TESSERA_CONF, the child does ordinary allocation work and prints "done"; the parent checks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * misuse.<case>: one misuse per child process. The child commits exactly one misuse (an
  * invalid free/realloc/malloc_usable_size, or a double free); the parent asserts that the

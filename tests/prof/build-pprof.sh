@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Builds Go's pprof offline from Debian's packaged sources (golang-go and
 # golang-github-google-pprof-dev: /usr/share/gocode/src) into $1 (a file path).
 # Exits 1 (and prints why) when the sources or the Go toolchain are missing.

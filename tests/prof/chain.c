@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The shared library of the unwinder tests: no frame pointers (see chain.h). Every call
  * is followed by work on its result, so none becomes a tail call, and the functions
  * keep stack frames of different sizes so the CFA offsets differ. */

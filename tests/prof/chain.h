@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A call chain for the unwinder tests, built in a shared library with -O2
  * -fomit-frame-pointer: chain_a -> chain_b -> chain_c -> leaf(arg). */
 #ifndef PROF_TEST_CHAIN_H

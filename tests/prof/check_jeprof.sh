@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # jemalloc's jeprof reads the .heap file: hot and cold get their bytes within 20%.
 # Skips (77) without jeprof (Debian libjemalloc-dev) or binutils.
 # $1 output_test  $2 scratch dir

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The profiler's objects must not reference the allocator or functions that may call it.
 # $1: the directory holding the library's object files (prof_*.o).
 set -u

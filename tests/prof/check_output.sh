@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Runs output_test and checks the files without external profilers: gzip validity, the
 # summary and leak report name hot before cold with about the right bytes, the jeprof
 # file's shape, the timeline parses as JSON Lines and tessera-plot draws it.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Go's pprof reads the .pb.gz: hot and cold get their bytes within 20%.
 # Skips (77) when pprof cannot be built (Debian golang-go, golang-github-google-pprof-dev).
 # $1 output_test  $2 scratch dir  $3 tests/prof

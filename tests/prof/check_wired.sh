@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # The profiler wired into malloc (prof:true) and the timeline (timeline_ms):
 #  1. leak report (stderr and <prefix>.<pid>.leak.txt): hot then leak, largest first;
 #     cold (freed before exit) absent; the summary and the final dump written;

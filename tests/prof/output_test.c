@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Writes every output file for a known workload: hot() allocates 64 MiB and cold()
  * 8 MiB (in 4 KiB blocks, fake addresses: nothing is really allocated) through the
  * sampler with a 16 KiB mean interval, and everything stays live. Then a dump

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Sampling: the interval distribution, the unbiasing weight, the math without libm,
  * and the record/stack tables (counts by stack, free, realloc as free + alloc). */
 #include "prof_math.h"

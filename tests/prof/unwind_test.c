@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The unwinder against known call chains: through a shared library built with -O2
  * -fomit-frame-pointer (chain.c), on the main thread and on a second thread, with
  * skip, with a depth limit, and with corrupt registers (must stop, never fault).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The heap profiler wired into malloc (prof:true), against libtessera.so:
  *   wired_test DIR            hot() keeps 64 MiB, cold() 8 MiB, churn() allocates and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Shared by the programs.* drivers. Each driver is run by ctest as
 #   bash <driver> <path of libtessera.so> <scratch directory> [extra arguments]
 # and fails (exit 1, "FAIL: ..." on stderr) unless the program's output under tessera is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # programs.cxx_stl: a C++ program (map, unordered_map, vector<string>, set, deque,
 # shared_ptr/weak_ptr trees, polymorphic delete = sized delete, explicit sized operator
 # delete), not linked against tessera, run with LD_PRELOAD: its output must be the known one.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # programs.cxx_threads: a multi-threaded C++ program (std::thread producers and consumers
 # passing heap-allocated vectors of strings, so blocks are freed by other threads than the
 # ones that allocated them), run with LD_PRELOAD; its checksum must be the known one. Run

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # programs.preload_check: LD_PRELOAD=libtessera.so really replaces malloc in an unmodified
 # system program (python3 finds libtessera in its /proc/self/maps, and a 64 MiB object it
 # allocates shows up in tessera_get_counters), and trivial programs run with output intact.

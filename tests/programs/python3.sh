@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # programs.python3: an allocation-heavy python3 script (dicts, strings, lists) prints the same
 # checksum under tessera as under the system allocator, and reports that tessera is mapped.
 source "$(dirname "$0")/common.sh"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # programs.sort: coreutils sort (which allocates large buffers and many line records) sorts a
 # generated 40 MB file under tessera, numerically and lexically, with 2 threads; the output
 # must be byte-identical to sort without tessera.

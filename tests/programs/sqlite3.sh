@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # programs.sqlite3: the sqlite3 shell under tessera inserts 100,000 rows into a file database,
 # builds an index and runs aggregate, join, sort and string queries. The results must equal
 # the known answers (computed in closed form below) and the output of the same run without

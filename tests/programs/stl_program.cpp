@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // A C++ program of the kind real code is: STL containers, strings, shared_ptr graphs, sized
 // delete, and (in "threads" mode) std::thread workers passing heap objects to each other.
 // It is not linked against tessera: the programs.cxx_* tests run it with LD_PRELOAD and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Allocation-heavy Python workload for programs.python3: dicts, strings, lists, tuples,
 sets, deletion and regrowth. Prints a checksum that depends only on the computation (no
 addresses, no hash-seed-dependent iteration order), plus whether libtessera is mapped."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # programs.xz_gzip: multi-threaded xz (-T2) and gzip compress and decompress a generated
 # file under tessera; the round trip must restore it exactly, and the compressed streams
 # must decompress without tessera too.

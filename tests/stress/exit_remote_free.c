@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress.exit_remote_free: producer threads allocate blocks of every size class, publish
  * them and exit; only then do consumer threads (not the main thread) verify and free them,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress.fork_signal: a SIGALRM handler (driven by setitimer) calls fork() while the main
  * loop is busy in malloc, realloc and free, so most forks interrupt the allocator with its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress.fork_stdio: fork while other threads are inside malloc AND inside stdio (which
  * allocates: fopen, fprintf into fresh buffers, open_memstream, snprintf into malloc'd

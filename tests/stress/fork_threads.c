@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress.fork_threads: the main thread forks repeatedly while worker threads allocate and
  * free as fast as they can. Each child must be able to malloc, calloc, realloc and free

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress.handoff_N: N threads allocate blocks, fill them with a pattern and hand each one to
  * a random thread (often another one) through that thread's queue; the receiver checks the

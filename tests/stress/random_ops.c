@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress.random: a seeded, deterministic random sequence of malloc, calloc, realloc,
  * aligned allocations (aligned_alloc, posix_memalign, memalign) and free over sizes from

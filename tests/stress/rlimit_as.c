@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rlimit_as <limit MiB> <min MiB> <threads>: a program that lowers its own address-space limit
  * (RLIMIT_AS) after start-up, as sandboxes do, then allocates until malloc returns NULL

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * stress.thread_churn: 1000+ short-lived threads, created and destroyed in overlapping
  * waves, each allocating and freeing a few hundred blocks; every thread also leaves some

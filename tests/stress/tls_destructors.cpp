@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // stress.tls_destructors: allocation inside thread-exit destructors, which run after (or
 // interleaved with) the allocator's own per-thread teardown:
 //   - pthread_key destructors that malloc, free and re-set their value, so they run for

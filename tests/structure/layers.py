@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Checks that the library's objects obey the layer order written in src/README.md.
 
 Usage: layers.py SRC_README OBJECT... [--optional FILE.c] [--graph]

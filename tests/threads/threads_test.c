@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Thread caches and arenas, one scenario per invocation (argv[1]):
  *   gc        a bin that went idle gives its cached blocks back (incremental GC)

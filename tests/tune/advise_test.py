@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """tessera advise on recorded statistics: each case asserts the findings (rule names) and
 the final TESSERA_CONF line (or its absence).
 

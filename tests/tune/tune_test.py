@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """tessera tune end to end (quick: 2 runs each).
 
     tune_test.py TESSERA_TUNE LIBTESSERA LARGEHOT SCRATCH CASE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Bitmaps against a plain bool-array model, under random operations. */
 #include <stdbool.h>
 #include <string.h>

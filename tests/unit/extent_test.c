@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Extents as a property test: random allocations (large and slab, with alignments),
  * frees, in-place growth and shrinking, and purges on a private arena, with every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The free map: for every cached class, each page of a slab (and the first page of a
  * cached large block) reads back its bin and gives every pointer its exact offset in
  * the block; the region-start test on that offset agrees with %; clearing restores 0;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The futex lock: mutual exclusion under heavy contention (a non-atomic counter must
  * come out exact), contention is counted, and trylock fails while the lock is held. */
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The page map: what is set is read back, what is not set reads 0, entries pack and
  * unpack, and neighbouring pages and far-apart leaves do not interfere. */
 #include <sys/mman.h>

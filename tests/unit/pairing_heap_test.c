@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The pairing heap against a sorted model: insert, remove any, remove first. */
 #include <string.h>
 

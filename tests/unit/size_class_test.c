@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Size classes: every size up to 1 MiB maps to the smallest class (or page run) that
  * fits; the table has four classes per doubling; slabs tile with little waste; the
  * region-start test agrees with plain division for every offset in every slab. */

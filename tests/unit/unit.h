@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A tiny assertion layer for the unit tests: CHECK prints where and what, then exits 1. */
 #ifndef TESSERA_UNIT_H
 #define TESSERA_UNIT_H
