@@ -51,9 +51,11 @@ size_t purge_decay_locked(arena_t *a, uint64_t now, uint64_t deadline) {
   if (dirty_ms >= 0 && keep > cap) keep = cap;
   if (a->dirty.npages + a->stash_pages > keep) stash_drain(a);
   if (a->dirty.npages > keep) moved += extent_move_oldest(a, EXTENT_DIRTY, next, keep, deadline);
+  a->tick_dirty_keep = keep;
   decay_advance(&a->muzzy_decay, muzzy_ms, now, a->muzzy.npages);
   keep = decay_limit(&a->muzzy_decay);
   if (a->muzzy.npages > keep) moved += extent_move_oldest(a, EXTENT_MUZZY, EXTENT_RETAINED, keep, deadline);
+  a->tick_muzzy_keep = keep;
   return moved;
 }
 
@@ -70,10 +72,26 @@ size_t purge_trim(arena_t *a) {
   return unmapped;
 }
 
+/* Calls of purge_tick that may skip the decay pass in a row, while both stages stay
+ * within what the last pass let them keep: a pass reads the clock and walks the curve,
+ * and a program allocating and freeing slabs or large blocks calls this on every one
+ * (the curve itself moves in epochs of decay_ms / 200, so it loses nothing). */
+#define PURGE_TICK_SKIP 15
+
+/* True when this call may skip the decay pass. */
+static bool tick_can_skip(arena_t *a) {
+  if (a->tick_skipped >= PURGE_TICK_SKIP) return false;
+  if (a->dirty.npages + a->stash_pages > a->tick_dirty_keep || a->muzzy.npages > a->tick_muzzy_keep) return false;
+  a->tick_skipped++;
+  return true;
+}
+
 void purge_tick(arena_t *a) {
   /* The OS refused memory lately: what is freed goes back at once, address space too. */
   if (unlikely(atomic_load_explicit(&extent_pressure, memory_order_relaxed))) purge_trim_locked(a);
   else if (unlikely(oom_reserve_wanted())) oom_reserve_fill(); /* given up, and memory is back */
+  else if (tick_can_skip(a)) return;
+  a->tick_skipped = 0;
   uint64_t now = os_now_ns();
   purge_decay_locked(a, now, now + DECAY_BUDGET_NS);
   /* Lots of unused memory: a thread that returns it even while the program is idle. */

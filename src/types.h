@@ -179,6 +179,11 @@ typedef struct arena {
   size_t mapped_pages;
   size_t active_pages;       /* pages in slabs and large blocks */
   size_t active_peak_pages;  /* recent peak of active_pages (decays over dirty_decay_ms) */
+  /* What the last full decay pass let each stage keep, and the passes skipped since
+   * (purge_tick: a pass reads the clock and walks the curve; most calls need neither). */
+  size_t tick_dirty_keep;
+  size_t tick_muzzy_keep;
+  unsigned tick_skipped;
   size_t large_allocated;    /* usable bytes of live large blocks */
   uint64_t nmalloc_large;
   uint64_t ndalloc_large;
