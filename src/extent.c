@@ -226,7 +226,10 @@ static void *map_below_others(size_t bytes) {
   bool occupied = true;
   for (uintptr_t k = 0; k < 4 && p == NULL && occupied && low > bytes + k * MAP_SKIP; k++)
     p = os_map_at((void *)(low - bytes - k * MAP_SKIP), bytes, &occupied);
-  if (p == NULL && occupied) p = os_map(bytes); /* else the OS refused: no other place helps */
+  /* Anywhere, when no place below was free, or when placing was refused: some
+   * environments refuse fixed placements outright (valgrind's address-space manager
+   * does) while mapping anywhere still works. */
+  if (p == NULL) p = os_map(bytes);
   if (p == NULL) return NULL;
   while ((uintptr_t)p < low || low == 0) {
     if (atomic_compare_exchange_weak_explicit(&lowest_mapping, &low, (uintptr_t)p, memory_order_relaxed,
