@@ -94,9 +94,38 @@ static void set_remove(extent_set_t *s, extent_t *e) {
   extent_list_remove(&s->lru, e);
 }
 
-/* The lowest-address extent of the smallest bucket whose extents all hold npages. */
+/* Extents of a request's floor bucket looked at for one that holds the request: the
+ * first ones of the bucket's heap, walked from its root (lower addresses first). */
+#define FLOOR_SCAN 16
+
+/* The smallest of the first FLOOR_SCAN extents of h that holds npages (lowest address
+ * among equals), or NULL. */
+static extent_t *bucket_best_fit(const extent_heap_t *h, size_t npages) {
+  extent_t *stack[FLOOR_SCAN], *best = NULL;
+  unsigned top = 0;
+  if (h->root != NULL) stack[top++] = h->root;
+  for (unsigned seen = 0; top > 0 && seen < FLOOR_SCAN; seen++) {
+    extent_t *e = stack[--top];
+    if (e->npages >= npages && (best == NULL || e->npages < best->npages ||
+                                (e->npages == best->npages && e->addr < best->addr)))
+      best = e;
+    if (e->heap_next != NULL && top < FLOOR_SCAN) stack[top++] = e->heap_next;
+    if (e->heap_child != NULL && top < FLOOR_SCAN) stack[top++] = e->heap_child;
+  }
+  return best;
+}
+
+/* An extent that holds npages: the best fit among the first extents of the request's
+ * floor bucket (where some extents are smaller than the request, so the ceiling bucket
+ * alone would never offer those that are large enough), else the lowest-address extent
+ * of the smallest bucket whose extents all hold npages. */
 static extent_t *set_find(const extent_set_t *s, size_t npages) {
+  unsigned floor = extent_bucket_floor(npages);
   unsigned b = extent_bucket_ceil(npages);
+  if (floor != b && (s->nonempty[floor / 64] >> (floor % 64) & 1)) {
+    extent_t *fit = bucket_best_fit(&s->buckets[floor], npages);
+    if (fit != NULL) return fit;
+  }
   for (unsigned w = b / 64; w < (NPAGE_BUCKETS + 63) / 64; w++) {
     uint64_t bits = s->nonempty[w];
     if (w == b / 64) bits &= ~(uint64_t)0 << (b % 64);

@@ -3,7 +3,9 @@
  * Extents: an arena's page-granular allocator. Free extents sit in two sets, dirty
  * (resident) and retained (released, reads as zero), bucketed by size (four buckets per
  * doubling), each bucket a pairing heap by address: a request takes the lowest-address
- * extent of the smallest bucket that surely fits. Freed extents coalesce with free
+ * extent of the smallest bucket that surely fits, unless one of the first extents of
+ * the request's own bucket holds it (the smallest of those is taken: a freed multi-MiB
+ * block is reused by the next request of about its size). Freed extents coalesce with free
  * neighbours of the same state, found in O(1) through the page map.
  *
  * Every function here is called with arena->extent_lock held.
