@@ -24,6 +24,19 @@ static tcache_t *registry;
  * fill or a flush then moves about a slab's worth); a cached large class a few. */
 #define TCACHE_NSLOTS_LARGE 8
 
+/* A bin's starting capacity also holds at most TCACHE_START_BYTES of blocks (but at
+ * least TCACHE_START_MIN blocks): by the block rule alone a bin of a class of several KiB
+ * would start at 20 blocks, and a refill (half a bin) would hand a thread that needs one
+ * such block 10 of them, up to 140 KiB, per class and per thread. A bin that really
+ * serves batches still grows past it (bin_max_capacity). */
+#define TCACHE_START_BYTES ((size_t)16 << 10)
+#define TCACHE_START_MIN 4
+static unsigned bytes_budget(unsigned c, unsigned n) {
+  size_t by_bytes = TCACHE_START_BYTES / class_infos[c].size;
+  if (by_bytes < TCACHE_START_MIN) by_bytes = TCACHE_START_MIN;
+  return n > by_bytes ? (unsigned)by_bytes : n;
+}
+
 static unsigned bin_capacity(unsigned c) {
   /* junk and zero fill every block in the slow paths, so they bypass the caches. */
   if (!opt_tcache || opt_junk || opt_zero || class_infos[c].size > opt_tcache_max) return 0;
@@ -31,7 +44,7 @@ static unsigned bin_capacity(unsigned c) {
   unsigned n = class_infos[c].nregs << opt_lg_tcache_nslots_mul;
   if (n < opt_tcache_nslots_small_min) n = opt_tcache_nslots_small_min;
   if (n > opt_tcache_nslots_small_max) n = opt_tcache_nslots_small_max;
-  return n;
+  return bytes_budget(c, n);
 }
 
 /*
@@ -60,6 +73,15 @@ static unsigned bin_max_capacity(unsigned c) {
 }
 
 static void thread_exit(void *arg);
+
+/* What the GC saw of a bin at its last look: its count and its flushes. Kept by this
+ * file in the cache's mapping, right after the tcache_t, before the stacks. */
+typedef struct {
+  uint64_t count;
+  uint64_t nflushed;
+} gc_look_t;
+static gc_look_t *gc_looks(tcache_t *tc) { return (gc_look_t *)(tc + 1); }
+#define GC_LOOKS_BYTES ((NCACHED_MAX + 1) * sizeof(gc_look_t))
 
 /* Debug build: a bin's head lies within its stack, the empty position holds the NULL
  * sentinel, and the low-16-bit marks match the stack's ends. */
@@ -139,7 +161,7 @@ static tcache_t *tcache_create(void) {
    * with a thousand short threads must not keep a thousand caches resident). A few
    * caches of exited threads are kept for the next threads: mapping and unmapping one
    * per thread costs page faults and TLB shootdowns. */
-  size_t size = (sizeof(tcache_t) + slots * sizeof(void *) + PAGE_MASK) & ~PAGE_MASK;
+  size_t size = (sizeof(tcache_t) + GC_LOOKS_BYTES + slots * sizeof(void *) + PAGE_MASK) & ~PAGE_MASK;
   tcache_t *tc = pool_take(size);
   if (tc == NULL) {
     tc = os_map(size);
@@ -147,9 +169,10 @@ static tcache_t *tcache_create(void) {
     if (tc == NULL) return NULL;
   }
   tc->alloc_size = size;
-  tc->committed = sizeof(tcache_t) + committed;
+  tc->committed = sizeof(tcache_t) + GC_LOOKS_BYTES + committed;
   atomic_fetch_add_explicit(&tcache_mapped, tc->committed, memory_order_relaxed);
-  void **slot = (void **)(tc + 1);
+  memset(gc_looks(tc), 0, GC_LOOKS_BYTES); /* a pooled cache holds its last thread's */
+  void **slot = (void **)(gc_looks(tc) + NCACHED_MAX + 1);
   for (unsigned c = 0; c < NCACHED_MAX; c++) { /* the packed area */
     cache_bin_t *b = tcache_bin(tc, c);
     unsigned capacity = bin_capacity(c);
@@ -261,6 +284,12 @@ void tcache_thread_counters(uint64_t *allocated, uint64_t *deallocated) {
  * a bin that served no allocation since the GC's previous look gives back half of what
  * it holds (the oldest blocks). So a thread that allocated a burst once does not keep
  * that memory forever, and the work is a few bins at a time, on slow paths only.
+ *
+ * A bin that did serve allocations gives back half of its blocks that certainly sat
+ * unused since the last look (jemalloc's low-water mark, bounded from the counters
+ * instead of tracked on the fast paths): the blocks it held then lie deepest in the
+ * stack, each allocation takes at most one of them and each flushed block is one of the
+ * oldest, so at least count_then - allocations - flushed of them were never touched.
  */
 #define TCACHE_GC_EVENTS 32
 
@@ -298,14 +327,22 @@ static void tcache_gc_tick(tcache_t *tc) {
   unsigned c = tc->gc_bin;
   tc->gc_bin = (c + 1) % NCACHED_MAX;
   cache_bin_t *b = tcache_bin(tc, c);
+  gc_look_t *look = &gc_looks(tc)[c + 1];
   unsigned count = cache_bin_count(b);
   if (b->nmalloc == b->gc_nmalloc) { /* idle since the last look */
     if (count > 0) flush_oldest(tc, c, (count + 1) / 2);
     unsigned base = bin_capacity(c), half = b->capacity / 2u;
     if (b->capacity > base) set_capacity(tc, c, half > base ? half : base);
     tc->overflow_streak[c + 1] = 0;
+  } else {
+    uint64_t touched = (b->nmalloc - b->gc_nmalloc) + (b->nflushed - look->nflushed);
+    uint64_t unused = look->count > touched ? look->count - touched : 0;
+    if (unused > count) unused = count;
+    if (unused > 0) flush_oldest(tc, c, (unsigned)((unused + 1) / 2));
   }
   b->gc_nmalloc = b->nmalloc;
+  look->count = cache_bin_count(b);
+  look->nflushed = b->nflushed;
 }
 
 /* Bin c is full: true when it should grow rather than flush (see set_capacity). */

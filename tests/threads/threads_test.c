@@ -2,6 +2,10 @@
 /*
  * Thread caches and arenas, one scenario per invocation (argv[1]):
  *   gc        a bin that went idle gives its cached blocks back (incremental GC)
+ *   lowwater  a bin still in use gives back the blocks it left unused between the GC's
+ *             looks (it never dipped below them)
+ *   budget    a thread that takes one block of a big class does not get a bin's worth
+ *             of them (a bin starts within a byte bound)
  *   counters  after threads allocate, trade blocks, free everything and exit,
  *             stats.allocated is back to its starting value
  *   locks     lock acquisitions per malloc/free pair: single-thread loop (must be
@@ -61,9 +65,9 @@ static uint64_t total_locks(void) {
 /* ---- gc ---- */
 
 static void scenario_gc(void) {
-  void *burst[150];
-  for (int i = 0; i < 150; i++) burst[i] = malloc(100); /* class 112 */
-  for (int i = 0; i < 150; i++) free(burst[i]);
+  void *burst[120]; /* fits the 112-byte bin (146 blocks: 16 KiB) */
+  for (int i = 0; i < 120; i++) burst[i] = malloc(100); /* class 112 */
+  for (int i = 0; i < 120; i++) free(burst[i]);
   refresh();
   size_t before = read_size("stats.arenas.4096.bins.6.curregs");
   TT_CHECKF(read_size("arenas.bin.6.size") == 112, "bin 6 is the 112-byte class");
@@ -76,8 +80,46 @@ static void scenario_gc(void) {
   refresh();
   size_t after = read_size("stats.arenas.4096.bins.6.curregs");
   printf("gc: 112-byte regions out of their slabs: %zu after the burst, %zu after other work\n", before, after);
-  TT_CHECKF(before >= 150, "the burst's blocks sit in the thread cache (%zu)", before);
-  TT_CHECKF(after < 75, "the idle bin gave back at least half: %zu left", after);
+  TT_CHECKF(before >= 120, "the burst's blocks sit in the thread cache (%zu)", before);
+  TT_CHECKF(after < 60, "the idle bin gave back at least half: %zu left", after);
+}
+
+/* ---- lowwater ---- */
+
+static void scenario_lowwater(void) {
+  void *burst[120]; /* fits the 112-byte bin (146 blocks: 16 KiB) */
+  for (int i = 0; i < 120; i++) burst[i] = malloc(100); /* class 112 */
+  for (int i = 0; i < 120; i++) free(burst[i]);
+  refresh();
+  size_t before = read_size("stats.arenas.4096.bins.6.curregs");
+  /* The 112-byte bin stays in use (one block at a time, never idle between two looks
+   * of the GC), while steady work in other classes drives the GC. */
+  for (int r = 0; r < 5000; r++) {
+    void *w[300];
+    void *one = malloc(100);
+    for (int i = 0; i < 300; i++) w[i] = malloc(1000 + (size_t)(r % 7) * 1000);
+    for (int i = 0; i < 300; i++) free(w[i]);
+    free(one);
+  }
+  refresh();
+  size_t after = read_size("stats.arenas.4096.bins.6.curregs");
+  printf("lowwater: 112-byte regions out of their slabs: %zu after the burst, %zu after use of one at a time\n",
+         before, after);
+  TT_CHECKF(before >= 120, "the burst's blocks sit in the thread cache (%zu)", before);
+  TT_CHECKF(after < 60, "the busy bin gave back the blocks it never used: %zu left", after);
+}
+
+/* ---- budget ---- */
+
+static void scenario_budget(void) {
+  TT_CHECKF(read_size("arenas.bin.34.size") == 14336, "bin 34 is the 14 KiB class");
+  void *p = malloc(14000);
+  TT_CHECK(p != NULL);
+  refresh();
+  size_t out = read_size("stats.arenas.4096.bins.34.curregs");
+  printf("budget: 14 KiB regions out of their slabs after one malloc: %zu\n", out);
+  TT_CHECKF(out >= 1 && out <= 4, "one malloc took at most a few 14 KiB blocks (%zu)", out);
+  free(p);
 }
 
 /* ---- grow ---- */
@@ -258,12 +300,14 @@ static void scenario_handoff(void) {
 }
 
 int main(int argc, char **argv) {
-  TT_CHECKF(argc == 2, "usage: threads_test gc|counters|locks|handoff");
+  TT_CHECKF(argc == 2, "usage: threads_test gc|lowwater|budget|counters|locks|handoff|grow");
   if (strcmp(argv[1], "gc") == 0) scenario_gc();
   else if (strcmp(argv[1], "counters") == 0) scenario_counters();
   else if (strcmp(argv[1], "locks") == 0) scenario_locks();
   else if (strcmp(argv[1], "handoff") == 0) scenario_handoff();
   else if (strcmp(argv[1], "grow") == 0) scenario_grow();
+  else if (strcmp(argv[1], "lowwater") == 0) scenario_lowwater();
+  else if (strcmp(argv[1], "budget") == 0) scenario_budget();
   else TT_CHECKF(0, "unknown scenario %s", argv[1]);
   printf("threads %s: ok\n", argv[1]);
   return 0;
