@@ -83,9 +83,11 @@ const option_def_t option_table[] = {
     NUM_OPTION("tcache_max", OPTION_SIZE, opt_tcache_max, 0, TCACHE_MAX_LIMIT,
                "Largest block size kept in thread caches, in bytes."),
     NUM_OPTION("tcache_nslots_small_min", OPTION_UNSIGNED, opt_tcache_nslots_small_min, 1, 4096,
-               "Fewest blocks a small-class thread-cache bin holds."),
+               "Fewest blocks a small-class thread-cache bin starts with (a bin starts with at most 16 KiB "
+               "of blocks, and at least 4 blocks, whatever this says)."),
     NUM_OPTION("tcache_nslots_small_max", OPTION_UNSIGNED, opt_tcache_nslots_small_max, 1, 4096,
-               "Most blocks a small-class thread-cache bin holds."),
+               "Most blocks a small-class thread-cache bin starts with (a bin a batch overflows round "
+               "after round grows past it, up to 2048 blocks and 1 MiB)."),
     NUM_OPTION("lg_tcache_nslots_mul", OPTION_UNSIGNED, opt_lg_tcache_nslots_mul, 0, 8,
                "A small bin holds (regions per slab) << this, before clamping."),
     STRING_OPTION("slab_sizes", opt_slab_sizes,

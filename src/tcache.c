@@ -338,7 +338,11 @@ static void tcache_gc_tick(tcache_t *tc) {
     uint64_t touched = (b->nmalloc - b->gc_nmalloc) + (b->nflushed - look->nflushed);
     uint64_t unused = look->count > touched ? look->count - touched : 0;
     if (unused > count) unused = count;
-    if (unused > 0) flush_oldest(tc, c, (unsigned)((unused + 1) / 2));
+    /* A busy bin keeps a quarter of its capacity: emptying it would only bring the
+     * next refill sooner (a malloc/free pair loop would pay for it). */
+    unsigned keep = b->capacity / 4u, give = (unsigned)((unused + 1) / 2);
+    if (give > 0 && count - give < keep) give = count > keep ? count - keep : 0;
+    if (give > 0) flush_oldest(tc, c, give);
   }
   b->gc_nmalloc = b->nmalloc;
   look->count = cache_bin_count(b);
