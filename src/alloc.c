@@ -35,7 +35,7 @@ void *alloc_counted(void *p, size_t usable) {
   /* Every size: a large block may shrink in place (realloc) into a cached class, and
    * its second word, if the program never wrote it, must not hold a stale key. */
   block_clear_freed_key(p);
-  tls_thread.direct_allocated += usable;
+  tls_thread.allocated += usable;
   if (unlikely(opt_zero)) memset(p, 0, usable);
   else if (unlikely(opt_junk)) memset(p, JUNK_ALLOC, usable);
   return p;
@@ -49,7 +49,7 @@ PROF_API_ENTRY static void *alloc_sampled(size_t usize, size_t align, bool zero)
   void *p = NULL;
   if (e != NULL && zero) {
     p = (void *)e->addr;
-    tls_thread.direct_allocated += e->npages * PAGE; /* zeroed (no key): never junk-filled */
+    tls_thread.allocated += e->npages * PAGE; /* zeroed (no key): never junk-filled */
   } else if (e != NULL) {
     p = alloc_counted((void *)e->addr, e->npages * PAGE);
   }
@@ -62,7 +62,7 @@ PROF_API_ENTRY void *alloc_large(size_t size, size_t align, bool zero) {
   void *p = arena_malloc_large(current_arena(tcache_get()), size, align, zero);
   if (unlikely(p == NULL) && free_map_release()) p = arena_malloc_large(current_arena(tcache_get()), size, align, zero);
   if (p == NULL || !zero) return alloc_counted(p, large_usable_size(size));
-  tls_thread.direct_allocated += large_usable_size(size); /* zeroed (no key): never junk-filled */
+  tls_thread.allocated += large_usable_size(size); /* zeroed (no key): never junk-filled */
   return p;
 }
 

@@ -32,6 +32,7 @@
 #include "size_class.h"
 #include "stats.h"
 #include "tcache.h"
+#include "thread.h"
 
 typedef enum ctl_kind { NODE_NAMED, NODE_INDEXED, NODE_OPTIONS, NODE_LEAF } ctl_kind_t;
 
@@ -68,12 +69,13 @@ static size_t type_size(ctl_type_t t) {
   case CTL_SSIZE: return sizeof(ssize_t);
   case CTL_U64: return sizeof(uint64_t);
   case CTL_STRING: return sizeof(const char *);
+  case CTL_U64_POINTER: return sizeof(uint64_t *);
   }
   return 0;
 }
 
 const char *ctl_type_name(ctl_type_t t) {
-  static const char *const names[] = {"void", "bool", "unsigned", "uint32_t", "size_t", "ssize_t", "uint64_t", "const char *"};
+  static const char *const names[] = {"void", "bool", "unsigned", "uint32_t", "size_t", "ssize_t", "uint64_t", "const char *", "uint64_t *"};
   return names[t];
 }
 
@@ -292,6 +294,16 @@ static int read_thread_counter(const ctl_node_t *n, const size_t *idx, void *out
   return put_u64(out, n->param ? deallocated : allocated);
 }
 
+/* thread.allocatedp / deallocatedp: where the thread's published counters live
+ * (thread.h): a program reads them without a call, as jemalloc's users do. */
+static int read_thread_counter_pointer(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)idx;
+  if (!boot_ensure()) return EAGAIN;
+  uint64_t *p = n->param ? &tls_thread.deallocated : &tls_thread.allocated;
+  memcpy(out, &p, sizeof(p));
+  return 0;
+}
+
 static int read_nthreads_peak(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)n, (void)idx;
   snapshot_lock(); /* a refresh samples the bound threads too */
@@ -507,6 +519,8 @@ static const ctl_node_t thread_nodes[] = {
     NAMED("tcache", thread_tcache_nodes),
     PARAM_LEAF("allocated", CTL_U64, read_thread_counter, NULL, 0),
     PARAM_LEAF("deallocated", CTL_U64, read_thread_counter, NULL, 1),
+    PARAM_LEAF("allocatedp", CTL_U64_POINTER, read_thread_counter_pointer, NULL, 0),
+    PARAM_LEAF("deallocatedp", CTL_U64_POINTER, read_thread_counter_pointer, NULL, 1),
     END};
 
 #ifdef TESSERA_DEBUG

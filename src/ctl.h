@@ -17,6 +17,7 @@ typedef enum ctl_type {
   CTL_SSIZE,
   CTL_U64,
   CTL_STRING, /* const char * */
+  CTL_U64_POINTER, /* uint64_t * */
 } ctl_type_t;
 
 /* Calls f for every name in the tree, indices written <i> (arenas) and <j> (bins),

@@ -75,10 +75,10 @@ void free_to_arena(extent_t *e, unsigned c, void *p) {
   if (unlikely(opt_junk)) memset(p, JUNK_FREE, c < NSMALL ? class_infos[c].size : e->npages * PAGE);
   if (c < NCACHED_MAX) block_set_freed_key(p); /* a later free of p is a double free */
   if (c < NSMALL) {
-    tls_thread.direct_deallocated += class_infos[c].size;
+    tls_thread.deallocated += class_infos[c].size;
     arena_free_small(e, p);
   } else {
-    tls_thread.direct_deallocated += e->npages * PAGE;
+    tls_thread.deallocated += e->npages * PAGE;
     /* Before the block can be handed out again (and sampled again). */
     if (unlikely(e->sampled)) prof_block_free(p);
     arena_free_large(e->arena, e);

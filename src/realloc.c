@@ -33,8 +33,8 @@ static bool fits_cached_class(const void *p, size_t size) {
 /* Resizes the large block e in place to new_usable bytes, counting the change. */
 static bool resize_large(extent_t *e, size_t old_usable, size_t new_usable) {
   if (!arena_resize_large_in_place(e->arena, e, new_usable)) return false;
-  tls_thread.direct_allocated += new_usable;
-  tls_thread.direct_deallocated += old_usable;
+  tls_thread.allocated += new_usable;
+  tls_thread.deallocated += old_usable;
   return true;
 }
 

@@ -269,14 +269,26 @@ void tcache_flush_thread(void) {
 }
 
 void tcache_thread_counters(uint64_t *allocated, uint64_t *deallocated) {
-  *allocated = tls_thread.direct_allocated;
-  *deallocated = tls_thread.direct_deallocated;
+  *allocated = tls_thread.allocated;
+  *deallocated = tls_thread.deallocated;
   tcache_t *tc = tls_thread.tcache;
   if (tc == &tcache_empty) return;
-  for (unsigned c = 0; c < NCACHED_MAX; c++) {
-    *allocated += tcache_bin(tc, c)->nmalloc * class_infos[c].size;
-    *deallocated += cache_bin_ndalloc(tcache_bin(tc, c)) * class_infos[c].size;
+  for (unsigned c = 0; c < NCACHED_MAX; c++) { /* what the bins have not published yet */
+    const cache_bin_t *b = tcache_bin(tc, c);
+    *allocated += (b->nmalloc - tc->nmalloc_published[c + 1]) * class_infos[c].size;
+    *deallocated += (cache_bin_ndalloc(b) - tc->ndalloc_published[c + 1]) * class_infos[c].size;
   }
+}
+
+/* Adds what bin c handed out and took back since it last did so to the thread's
+ * counters (thread.allocatedp reads them without a call). */
+static void publish_bin(tcache_t *tc, unsigned c) {
+  const cache_bin_t *b = tcache_bin(tc, c);
+  uint64_t m = b->nmalloc, d = cache_bin_ndalloc(b);
+  tls_thread.allocated += (m - tc->nmalloc_published[c + 1]) * class_infos[c].size;
+  tls_thread.deallocated += (d - tc->ndalloc_published[c + 1]) * class_infos[c].size;
+  tc->nmalloc_published[c + 1] = m;
+  tc->ndalloc_published[c + 1] = d;
 }
 
 /*
@@ -370,6 +382,7 @@ void *tcache_alloc_refill(tcache_t *tc, unsigned c) {
     if (p != NULL) { /* counted as a fill of one block, handed out at once */
       b->nfilled++;
       b->nmalloc++;
+      publish_bin(tc, c);
     }
     return p;
   }
@@ -389,6 +402,7 @@ void *tcache_alloc_refill(tcache_t *tc, unsigned c) {
   b->nfilled += got;
   b->nmalloc++;
   check_bin(b);
+  publish_bin(tc, c);
   return batch[0];
 }
 
@@ -432,12 +446,14 @@ void tcache_free_slow(tcache_t *tc, unsigned c, void *p) {
   }
   *--b->head = p;
   check_bin(b);
+  publish_bin(tc, c);
 }
 
 void tcache_flush_all(tcache_t *tc) {
   for (unsigned c = 0; c < NCACHED_MAX; c++) {
     unsigned count = cache_bin_count(tcache_bin(tc, c));
     if (count > 0) flush_oldest(tc, c, count);
+    publish_bin(tc, c);
   }
 }
 

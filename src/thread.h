@@ -25,10 +25,12 @@ enum {
 typedef struct thread_state {
   tcache_t *tcache;    /* first: malloc's fast path loads it */
   arena_t *arena;      /* the arena it allocates from; NULL until first needed */
-  /* Bytes allocated and freed outside the cache bins (the bins count their own):
-   * thread.allocated and thread.deallocated add the two. */
-  uint64_t direct_allocated;
-  uint64_t direct_deallocated;
+  /* Bytes allocated and freed: blocks taken outside the cache bins at once, the bins'
+   * own blocks when the thread's cache publishes them (at its slow paths, tcache.c).
+   * thread.allocatedp / deallocatedp point here: up to date within what each bin
+   * handed out or took back since its last slow path; thread.allocated is exact. */
+  uint64_t allocated;
+  uint64_t deallocated;
   uint32_t lock_id;    /* the id lock words store (kernel id << 1); 0 until first lock */
   uint8_t cache_state; /* THREAD_NEW ... */
   bool arena_pinned;   /* the program bound it to its arena (thread.arena): never moves */

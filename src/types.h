@@ -256,6 +256,9 @@ typedef struct tcache {
   /* Adaptive capacity (tcache.c), per bin: nfilled when it last overflowed, and how many
    * overflows in a row came after a refill (a batch bigger than the bin, round after
    * round). */
+  /* Per bin, its nmalloc and frees when last published into the thread's counters. */
+  uint64_t nmalloc_published[NCACHED_MAX + 1];
+  uint64_t ndalloc_published[NCACHED_MAX + 1];
   uint64_t overflow_mark[NCACHED_MAX + 1];
   uint8_t overflow_streak[NCACHED_MAX + 1];
   /* Each bin's two stacks, by their empty ends: the packed one (the starting capacity)

@@ -109,7 +109,20 @@ static bool read_bool(const char *name) {
 static void jemalloc_habits(void) {
   TT_CHECK(read_bool("config.stats") && !read_bool("config.prof") && read_bool("config.fill"));
   (void)read_bool("config.debug");
-  TT_CHECK(mallctl("thread.allocatedp", NULL, NULL, NULL, 0) == ENOENT); /* see docs/ctl.md */
+  /* thread.allocatedp: a live counter, current at the cache's slow paths; a large block
+   * (outside the cache) shows at once, and it never runs ahead of thread.allocated. */
+  uint64_t *ap = NULL, *dp = NULL;
+  size_t plen = sizeof(ap);
+  TT_CHECK(mallctl("thread.allocatedp", &ap, &plen, NULL, 0) == 0 && ap != NULL);
+  TT_CHECK(mallctl("thread.deallocatedp", &dp, &plen, NULL, 0) == 0 && dp != NULL);
+  uint64_t before = *ap, dbefore = *dp;
+  void *big = malloc(1 << 20);
+  TT_CHECK(big != NULL && *ap >= before + (1 << 20));
+  free(big);
+  TT_CHECK(*dp >= dbefore + (1 << 20));
+  uint64_t exact = 0;
+  size_t elen = sizeof(exact);
+  TT_CHECK(mallctl("thread.allocated", &exact, &elen, NULL, 0) == 0 && *ap <= exact);
   const char *s = NULL;
   size_t len = sizeof(s);
   TT_CHECK(mallctl("opt.percpu_arena", &s, &len, NULL, 0) == 0 && strcmp(s, "disabled") == 0);
