@@ -16,7 +16,7 @@
  * number of mappings stays small; untouched pages of a mapping cost no memory. */
 #define GROW_MIN_PAGES ((size_t)1024)
 #define GROW_MAX_PAGES ((size_t)1 << 18)
-/* The most a dirty extent may exceed a request by and still be split for it. */
+/* A dirty extent this many times a request or more is split from its top end. */
 #define DIRTY_MAX_FIT 64
 
 /* ---- size buckets: 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, ... pages ---- */
@@ -358,6 +358,7 @@ static void note_reuse(arena_t *a, unsigned from, size_t npages) {
     size_t released = npages < a->retained_released_pages ? npages : a->retained_released_pages;
     a->reused_released_pages += released;
     a->retained_released_pages -= released;
+    a->refault_slack += released;
   }
 }
 
@@ -369,11 +370,13 @@ extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_sta
   if (search < npages) return NULL;
   /* Reuse resident pages first (no page faults), then lazily freed ones, then released. */
   extent_t *f = set_find(&a->dirty, search);
-  /* A dirty extent far bigger than the request is not split for it (jemalloc's
-   * lg_extent_max_active_fit): a large block just freed stays whole for a large request,
-   * instead of having small slabs carved into it (fragmenting the resident pages, and
-   * making a second free of that block hit a live slab rather than a free extent). */
-  if (f != NULL && f->npages / DIRTY_MAX_FIT > search) f = NULL;
+  /* A dirty extent far bigger than the request is kept whole for a large block (jemalloc's
+   * lg_extent_max_active_fit: resident free memory does not fragment), and split from its
+   * top end for a slab: its resident pages serve the slab (no fresh pages, no faults),
+   * while the start of a large block just freed stays free, so a second free of that
+   * block still finds a free extent there and reports the double free. */
+  bool from_top = f != NULL && f->npages / DIRTY_MAX_FIT > search && state == EXTENT_SLAB;
+  if (f != NULL && f->npages / DIRTY_MAX_FIT > search && !from_top) f = NULL; /* kept whole */
   if (f == NULL) f = set_find(&a->muzzy, search);
   if (f == NULL) f = set_find(&a->retained, search);
   if (f == NULL) {
@@ -395,6 +398,7 @@ extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_sta
   clear_bounds(f);
   uintptr_t align = align_pages * PAGE;
   uintptr_t start = (f->addr + align - 1) & ~(align - 1);
+  if (from_top) start = (f->addr + (f->npages - npages) * PAGE) & ~(align - 1);
   size_t lead = (start - f->addr) / PAGE;
   size_t trail = f->npages - lead - npages;
   r->addr = start;

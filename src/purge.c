@@ -22,9 +22,13 @@ _Atomic bool purge_background_active;
  * fault back 2.9 GiB in 1500 steps). */
 #define DIRTY_SLACK_MIN_PAGES ((size_t)16384)
 
-static size_t dirty_slack(size_t peak_pages) {
-  size_t slack = peak_pages / 2;
-  return slack > DIRTY_SLACK_MIN_PAGES ? slack : DIRTY_SLACK_MIN_PAGES;
+/* The slack: 64 MiB, plus the released pages the program needed again lately (up to
+ * half the recent peak). A program that cycles big blocks through free and malloc gets
+ * the room to keep them resident once releasing them has cost it page faults; one whose
+ * freed pages stay unused keeps the 64 MiB. */
+static size_t dirty_slack(const arena_t *a) {
+  size_t extra = a->refault_slack < a->active_peak_pages / 2 ? a->refault_slack : a->active_peak_pages / 2;
+  return DIRTY_SLACK_MIN_PAGES + extra;
 }
 
 /*
@@ -41,8 +45,9 @@ static size_t dirty_cap(arena_t *a, ssize_t dirty_ms, uint64_t epoch_before) {
     uint64_t epochs = (a->dirty_decay.epoch_start_ns - epoch_before) / ((uint64_t)dirty_ms * 1000000u / DECAY_NEPOCHS + 1);
     size_t excess = a->active_peak_pages - a->active_pages;
     a->active_peak_pages -= epochs >= DECAY_NEPOCHS ? excess : (size_t)(excess * epochs / DECAY_NEPOCHS);
+    a->refault_slack -= epochs >= DECAY_NEPOCHS ? a->refault_slack : (size_t)(a->refault_slack * epochs / DECAY_NEPOCHS);
   }
-  return a->active_peak_pages - a->active_pages + dirty_slack(a->active_peak_pages);
+  return a->active_peak_pages - a->active_pages + dirty_slack(a);
 }
 
 size_t purge_decay_locked(arena_t *a, uint64_t now, uint64_t deadline) {

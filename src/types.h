@@ -197,6 +197,9 @@ typedef struct arena {
   uint64_t reused_released_pages;
   size_t retained_released_pages; /* of the retained set, pages released by purging (the
                                      rest are fresh mappings, never touched) */
+  /* Released pages the program needed again soon (taken back from the retained set),
+   * decaying over dirty_decay_ms: the dirty cap's slack grows by them (purge.c). */
+  size_t refault_slack;
   /* arena_exclusive: made for one thread by name; owner is that thread's marker while it
    * lives (0: free for the next matching thread). */
   bool exclusive;
