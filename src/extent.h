@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Extents: an arena's page-granular allocator. Free extents sit in two sets, dirty
- * (resident) and retained (released, reads as zero), bucketed by size (four buckets per
+ * Extents: an arena's page-granular allocator. Free extents sit in three sets, dirty
+ * (resident), muzzy (lazily freed) and retained (released, reads as zero, or never
+ * touched), bucketed by size (four buckets per
  * doubling), each bucket a pairing heap by address: a request takes the lowest-address
  * extent of the smallest bucket that surely fits, unless one of the first extents of
  * the request's own bucket holds it (the smallest of those is taken: a freed multi-MiB

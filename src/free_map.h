@@ -5,7 +5,7 @@
  * page map, pagemap.h, is a two-level tree and stays the authority on extents; this is
  * an index beside it, written wherever the page map marks a block of a cached class).
  *
- *   bin        byte offset of the class's bin in a thread cache (tcache_t): code << 6,
+ *   cache_bin_offset  byte offset of the class's cache bin in a tcache_t: code << 6,
  *              0 for every page that has no block of a cached class (bins[0] never
  *              caches, so such a free falls into the slow path untested).
  *   to_offset  (offset of the page in its block - the page's address) mod 2^32: adding

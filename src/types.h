@@ -221,10 +221,10 @@ typedef struct arena {
 /*
  * One class's stack of cached blocks, in slots[0 .. capacity). The stack grows down:
  * head points at the most recent block (the next one malloc hands out) and moves down
- * on free; an empty bin has head == slots + capacity, where a NULL sentinel sits (free's
- * double-free test reads *head). The fast paths test fullness and emptiness by the low
- * 16 bits of head alone (a stack spans less than 64 KiB), so a bin that caches nothing
- * has head NULL and both marks 0: empty and full at once, every call takes the slow path.
+ * on free; an empty bin has head == slots + capacity, where a NULL sits (the debug
+ * build checks it). The fast paths test fullness and emptiness by the low 16 bits of
+ * head alone (a stack spans less than 64 KiB), so a bin that caches nothing has head
+ * NULL and both marks 0: empty and full at once, every call takes the slow path.
  */
 typedef struct cache_bin {
   /* the fast paths touch only these */
