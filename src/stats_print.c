@@ -58,14 +58,9 @@ static void j_bin(emitter_t *e, const bin_stats_t *b, unsigned c, const print_op
   j_close(e, '}');
 }
 
-static void j_arena(emitter_t *e, const char *key, const arena_stats_t *s, const print_opts_t *o) {
-  j_open(e, key, '{');
-  j_u64(e, "nthreads", s->nthreads);
-  j_u64(e, "pactive", s->pactive);
-  j_u64(e, "pdirty", s->pdirty);
-  j_u64(e, "pmuzzy", s->pmuzzy);
-  j_u64(e, "pretained", s->pretained);
-  j_u64(e, "mapped", s->mapped);
+/* Purging: passes, madvise calls, pages released or lazily freed, and pages the program
+ * needed again after they were given back. */
+static void j_purge(emitter_t *e, const arena_stats_t *s) {
   j_open(e, "purge", '{');
   j_u64(e, "npurge", s->npurge);
   j_u64(e, "nmadvise", s->nmadvise);
@@ -75,32 +70,45 @@ static void j_arena(emitter_t *e, const char *key, const arena_stats_t *s, const
   j_u64(e, "reused_released", s->reused_released);
   j_close(e, '}');
   j_u64(e, "refaulted", s->reused_muzzy + s->reused_released);
+}
+
+/* Large blocks, and per large size class only the classes that were ever used. */
+static void j_large(emitter_t *e, const arena_stats_t *s) {
+  j_open(e, "large", '{');
+  j_u64(e, "allocated", s->large_allocated);
+  j_u64(e, "nmalloc", s->large_nmalloc);
+  j_u64(e, "ndalloc", s->large_ndalloc);
+  j_open(e, "sizes", '[');
+  for (unsigned j = 0; j < NLARGE_CLASSES; j++) {
+    const lextent_stats_t *l = &s->lextents[j];
+    if (l->nmalloc == 0 && l->curlextents == 0) continue;
+    j_open(e, NULL, '{');
+    j_u64(e, "size", class_to_size(NSMALL + j));
+    j_u64(e, "nmalloc", l->nmalloc);
+    j_u64(e, "ndalloc", l->ndalloc);
+    j_u64(e, "curlextents", l->curlextents);
+    j_close(e, '}');
+  }
+  j_close(e, ']');
+  j_close(e, '}');
+}
+
+static void j_arena(emitter_t *e, const char *key, const arena_stats_t *s, const print_opts_t *o) {
+  j_open(e, key, '{');
+  j_u64(e, "nthreads", s->nthreads);
+  j_u64(e, "pactive", s->pactive);
+  j_u64(e, "pdirty", s->pdirty);
+  j_u64(e, "pmuzzy", s->pmuzzy);
+  j_u64(e, "pretained", s->pretained);
+  j_u64(e, "mapped", s->mapped);
+  j_purge(e, s);
   j_open(e, "small", '{');
   j_u64(e, "allocated", s->small_allocated);
   j_u64(e, "nmalloc", s->small_nmalloc);
   j_u64(e, "ndalloc", s->small_ndalloc);
   j_u64(e, "nrequests", s->small_nrequests);
   j_close(e, '}');
-  if (o->large) {
-    j_open(e, "large", '{');
-    j_u64(e, "allocated", s->large_allocated);
-    j_u64(e, "nmalloc", s->large_nmalloc);
-    j_u64(e, "ndalloc", s->large_ndalloc);
-    /* Per large size class, only the classes that were ever used. */
-    j_open(e, "sizes", '[');
-    for (unsigned j = 0; j < NLARGE_CLASSES; j++) {
-      const lextent_stats_t *l = &s->lextents[j];
-      if (l->nmalloc == 0 && l->curlextents == 0) continue;
-      j_open(e, NULL, '{');
-      j_u64(e, "size", class_to_size(NSMALL + j));
-      j_u64(e, "nmalloc", l->nmalloc);
-      j_u64(e, "ndalloc", l->ndalloc);
-      j_u64(e, "curlextents", l->curlextents);
-      j_close(e, '}');
-    }
-    j_close(e, ']');
-    j_close(e, '}');
-  }
+  if (o->large) j_large(e, s);
   j_open(e, "tcaches", '{');
   j_u64(e, "count", s->ntcaches);
   j_u64(e, "bytes", s->tcache_bytes);
