@@ -44,8 +44,7 @@ void *alloc_counted(void *p, size_t usable) {
 /* prof:true and this allocation is the sampled one: a large extent of its own, marked
  * sampled (prof_hooks.h), counted, then recorded with its stack. */
 PROF_API_ENTRY static void *alloc_sampled(size_t usize, size_t align, bool zero) {
-  extent_t *e = prof_block_new(usize, align, zero);
-  if (unlikely(e == NULL) && free_map_release()) e = prof_block_new(usize, align, zero);
+  extent_t *e = prof_block_new(usize, align, zero); /* arena_malloc_large handles OOM */
   void *p = NULL;
   if (e != NULL && zero) {
     p = (void *)e->addr;
@@ -60,7 +59,6 @@ PROF_API_ENTRY static void *alloc_sampled(size_t usize, size_t align, bool zero)
 PROF_API_ENTRY void *alloc_large(size_t size, size_t align, bool zero) {
   if (unlikely(opt_prof) && prof_alloc_due(large_usable_size(size))) return alloc_sampled(large_usable_size(size), align, zero);
   void *p = arena_malloc_large(current_arena(tcache_get()), size, align, zero);
-  if (unlikely(p == NULL) && free_map_release()) p = arena_malloc_large(current_arena(tcache_get()), size, align, zero);
   if (p == NULL || !zero) return alloc_counted(p, large_usable_size(size));
   tls_thread.allocated += large_usable_size(size); /* zeroed (no key): never junk-filled */
   return p;
@@ -78,7 +76,11 @@ static void *alloc_cached_class(tcache_t *tc, unsigned c) {
   }
   arena_t *a = current_arena(tc);
   if (c >= NSMALL) return alloc_counted(arena_malloc_large(a, class_infos[c].size, PAGE, false), class_infos[c].size);
-  return alloc_counted(bin_alloc_one(a, c), class_infos[c].size);
+  /* No cache: the one path to a slab that does not meet the OOM handling of the cache
+   * refill or of arena_malloc_large. */
+  void *p = bin_alloc_one(a, c);
+  if (unlikely(p == NULL) && arena_handle_oom(class_infos[c].size)) p = bin_alloc_one(a, c);
+  return alloc_counted(p, class_infos[c].size);
 }
 
 static void *alloc_any(size_t size) {
@@ -102,10 +104,9 @@ NOINLINE PROF_API_ENTRY static void *malloc_slow(size_t size) {
       return q;
     }
   }
+  /* Every path below meets the OOM handling once (arena_handle_oom: the free map's
+   * reservation given back, unused memory unmapped, the program's callback, a retry). */
   void *p = alloc_any(size);
-  /* The OS refused memory: give back the free map's reservation (a program may have
-   * lowered its address-space limit) and try once more. */
-  if (unlikely(p == NULL) && free_map_release()) p = alloc_any(size);
   if (unlikely(p == NULL)) errno = ENOMEM;
   return p;
 }

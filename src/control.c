@@ -65,6 +65,7 @@ void *control_alloc(int arena_index, size_t size, size_t align, bool zero, bool 
   if (align <= PAGE && rounded <= SMALL_MAX) {
     unsigned c = size_to_class(rounded);
     void *p = bin_alloc_one(a, c);
+    if (p == NULL && arena_handle_oom(class_infos[c].size)) p = bin_alloc_one(a, c);
     if (p != NULL && zero) memset(p, 0, class_infos[c].size);
     return alloc_counted(p, class_infos[c].size);
   }
