@@ -311,19 +311,25 @@ static int read_nthreads_peak(const ctl_node_t *n, const size_t *idx, void *out)
   return put_unsigned(out, arenas_nthreads_peak());
 }
 
-static int read_background_thread(const ctl_node_t *n, const size_t *idx, void *out) {
-  (void)n, (void)idx;
+/* Boolean switches the core reads and sets through one hook, (*old, *new_value) -> 0
+ * or an error (control.h, prof_hooks.h); a leaf's param picks the hook. */
+typedef int bool_switch_fn(bool *old, const bool *new_value);
+enum { SWITCH_BACKGROUND_THREAD, SWITCH_PROF_ACTIVE };
+static bool_switch_fn *const bool_switches[] = {control_background_thread, prof_ctl_active};
+
+static int read_switch(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)idx;
   bool v;
-  int err = control_background_thread(&v, NULL);
+  int err = bool_switches[n->param](&v, NULL);
   if (err == 0) memcpy(out, &v, sizeof(v));
   return err;
 }
 
-static int write_background_thread(const ctl_node_t *n, const size_t *idx, const void *in) {
-  (void)n, (void)idx;
+static int write_switch(const ctl_node_t *n, const size_t *idx, const void *in) {
+  (void)idx;
   bool v;
   memcpy(&v, in, sizeof(v));
-  return control_background_thread(NULL, &v);
+  return bool_switches[n->param](NULL, &v);
 }
 
 static int read_constant_bool(const ctl_node_t *n, const size_t *idx, void *out) {
@@ -536,7 +542,7 @@ static const ctl_node_t config_nodes[] = {
     PARAM_LEAF("fill", CTL_BOOL, read_constant_bool, NULL, 1),
     PARAM_LEAF("lazy_lock", CTL_BOOL, read_constant_bool, NULL, 0),
     LEAF("malloc_conf", CTL_STRING, read_config_malloc_conf, NULL, 0),
-    PARAM_LEAF("prof", CTL_BOOL, read_constant_bool, NULL, 0),
+    PARAM_LEAF("prof", CTL_BOOL, read_constant_bool, NULL, 1), /* built in, on with prof:true */
     PARAM_LEAF("prof_libgcc", CTL_BOOL, read_constant_bool, NULL, 0),
     PARAM_LEAF("prof_libunwind", CTL_BOOL, read_constant_bool, NULL, 0),
     PARAM_LEAF("stats", CTL_BOOL, read_constant_bool, NULL, 1),
@@ -566,21 +572,6 @@ static int write_prof_reset(const ctl_node_t *n, const size_t *idx, const void *
   return prof_ctl_reset(&lg);
 }
 
-static int read_prof_active(const ctl_node_t *n, const size_t *idx, void *out) {
-  (void)n, (void)idx;
-  bool v;
-  int err = prof_ctl_active(&v, NULL);
-  if (err == 0) memcpy(out, &v, sizeof(v));
-  return err;
-}
-
-static int write_prof_active(const ctl_node_t *n, const size_t *idx, const void *in) {
-  (void)n, (void)idx;
-  bool v;
-  memcpy(&v, in, sizeof(v));
-  return prof_ctl_active(NULL, &v);
-}
-
 static int read_prof_lg_sample(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)n, (void)idx;
   size_t v;
@@ -591,14 +582,14 @@ static int read_prof_lg_sample(const ctl_node_t *n, const size_t *idx, void *out
 
 static const ctl_node_t prof_nodes[] = {
     {"dump", NODE_LEAF, NULL, NULL, CTL_STRING, NULL, write_prof_dump, 0, 0, false, true},
-    LEAF("active", CTL_BOOL, read_prof_active, write_prof_active, 0),
+    PARAM_LEAF("active", CTL_BOOL, read_switch, write_switch, SWITCH_PROF_ACTIVE),
     {"reset", NODE_LEAF, NULL, NULL, CTL_SIZE, NULL, write_prof_reset, 0, 0, false, true},
     LEAF("lg_sample", CTL_SIZE, read_prof_lg_sample, NULL, 0),
     END};
 
 static const ctl_node_t root_nodes[] = {
     LEAF("version", CTL_STRING, read_version, NULL, 0),
-    LEAF("background_thread", CTL_BOOL, read_background_thread, write_background_thread, 0),
+    PARAM_LEAF("background_thread", CTL_BOOL, read_switch, write_switch, SWITCH_BACKGROUND_THREAD),
     NAMED("config", config_nodes),
     NAMED("tcache", tcache_nodes),
     {"epoch", NODE_LEAF, NULL, NULL, CTL_U64, read_epoch, write_epoch, 0, 0, true, false},

@@ -107,7 +107,8 @@ static bool read_bool(const char *name) {
 /* Names programs tuned for jemalloc use: config.*, background_thread, arena.<i>.dss,
  * opt.percpu_arena, explicit caches. */
 static void jemalloc_habits(void) {
-  TT_CHECK(read_bool("config.stats") && !read_bool("config.prof") && read_bool("config.fill"));
+  TT_CHECK(read_bool("config.stats") && read_bool("config.prof") && read_bool("config.fill"));
+  TT_CHECK(!read_bool("config.prof_libgcc") && !read_bool("config.prof_libunwind"));
   (void)read_bool("config.debug");
   /* thread.allocatedp: a live counter, current at the cache's slow paths; a large block
    * (outside the cache) shows at once, and it never runs ahead of thread.allocated. */
