@@ -7,18 +7,48 @@
 class_info_t class_infos[NCACHED_MAX];
 uint8_t class_of_lookup[(LOOKUP_MAX >> 4) + 1];
 
-size_t class_to_size(unsigned c) {
-  if (c < 4) return (size_t)QUANTUM * (c + 1);
-  unsigned group = (c - 4) / 4 + 6; /* classes 4..7 lie in (64, 128] */
-  unsigned mod = (c - 4) % 4;
+/* The regular classes alone, four per doubling: index r -> size and back. */
+static size_t regular_class_to_size(unsigned r) {
+  if (r < 4) return (size_t)QUANTUM * (r + 1);
+  unsigned group = (r - 4) / 4 + 6; /* classes 4..7 lie in (64, 128] */
+  unsigned mod = (r - 4) % 4;
   return ((size_t)1 << group) + (size_t)(mod + 1) * ((size_t)1 << (group - 2));
 }
 
-unsigned size_to_class_compute(size_t size) {
+static unsigned regular_size_to_class(size_t size) {
   if (size <= 64) return size == 0 ? 0 : (unsigned)((size + 15) / 16 - 1);
   unsigned lg = 63u - (unsigned)__builtin_clzll((unsigned long long)(size - 1));
   unsigned mod = (unsigned)(((size - 1) >> (lg - 2)) & 3);
   return 4 + (lg - 6) * 4 + mod;
+}
+
+/* Header class h (0 .. NHEADER_CLASSES-1): 2^k + 2^k/8 with 2^k = 1 KiB << h. */
+#define HEADER_LG_FIRST 10
+static size_t header_class_size(unsigned h) {
+  size_t pow2 = (size_t)1 << (HEADER_LG_FIRST + h);
+  return pow2 + pow2 / 8;
+}
+
+/* Header class h's index among all classes: right after the regular class 2^k, with
+ * the h header classes below it before it. */
+static unsigned header_class_index(unsigned h) {
+  return regular_size_to_class((size_t)1 << (HEADER_LG_FIRST + h)) + h + 1;
+}
+
+size_t class_to_size(unsigned c) {
+  for (unsigned h = NHEADER_CLASSES; h-- > 0;) {
+    unsigned at = header_class_index(h);
+    if (c == at) return header_class_size(h);
+    if (c > at) return regular_class_to_size(c - (h + 1));
+  }
+  return regular_class_to_size(c);
+}
+
+unsigned size_to_class_compute(size_t size) {
+  /* The classes below size: the regular ones, plus the header ones. */
+  unsigned c = regular_size_to_class(size);
+  for (unsigned h = 0; h < NHEADER_CLASSES && header_class_size(h) < size; h++) c++;
+  return c;
 }
 
 /*
@@ -71,6 +101,7 @@ static void check_table(void) {
     const class_info_t *ci = &class_infos[c];
     tessera_assert(ci->size % QUANTUM == 0 && (c == 0 || ci->size > class_infos[c - 1].size));
     tessera_assert(size_to_class_compute(ci->size) == c && size_to_class_compute(ci->size + 1) == c + 1);
+    tessera_assert(c + 1 >= NCACHED_MAX || ci->size < class_to_size(c + 1));
     tessera_assert(c >= NSMALL || (ci->nregs >= 1 && ci->nregs <= SLAB_MAX_REGIONS &&
                                    ci->slab_pages <= SLAB_MAX_PAGES &&
                                    (size_t)ci->nregs * ci->size <= (size_t)ci->slab_pages * PAGE));

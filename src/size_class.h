@@ -2,6 +2,13 @@
 /*
  * Size classes: four per doubling. A size is seen as a group (its highest bit) and a
  * mod (the next two bits): 16, 32, 48, 64 | 80, 96, 112, 128 | 160, 192, 224, 256 | ...
+ *
+ * Plus one "header" class in each doubling from 1 KiB to 8 KiB: 2^k + 2^k/8 (1152, 2304,
+ * 4608, 9216). Programs often ask for a power of two plus a small header: a database
+ * page of 4 KiB with its bookkeeping (SQLite's page cache asks for 4096 + 272 bytes), an
+ * I/O buffer with a length word. The regular class above 2^k is 2^k + 2^k/4, so such a
+ * block would waste up to a fifth of itself, on every page of a page cache; the header
+ * class halves that worst case. Each tiles a slab of 9 pages exactly.
  * Classes 0 .. NSMALL-1 (16 B .. 14 KiB) are small and live in slabs; classes beyond
  * are large. Large requests up to the thread cache limit are rounded to their class (so
  * a cached block fits every request of its class); above it, to whole pages.

@@ -112,11 +112,11 @@ static void scenario_lowwater(void) {
 /* ---- budget ---- */
 
 static void scenario_budget(void) {
-  TT_CHECKF(read_size("arenas.bin.34.size") == 14336, "bin 34 is the 14 KiB class");
+  TT_CHECKF(read_size("arenas.bin.38.size") == 14336, "bin 38 is the 14 KiB class");
   void *p = malloc(14000);
   TT_CHECK(p != NULL);
   refresh();
-  size_t out = read_size("stats.arenas.4096.bins.34.curregs");
+  size_t out = read_size("stats.arenas.4096.bins.38.curregs");
   printf("budget: 14 KiB regions out of their slabs after one malloc: %zu\n", out);
   TT_CHECKF(out >= 1 && out <= 4, "one malloc took at most a few 14 KiB blocks (%zu)", out);
   free(p);
@@ -152,10 +152,10 @@ static void scenario_grow(void) {
   TT_CHECKF(later == grown, "the grown bin holds the whole batch (%llu -> %llu)", (unsigned long long)grown,
             (unsigned long long)later);
   /* 4 KiB blocks: 1000 of them are 4 MiB, past a bin's byte bound: still through the arena. */
-  uint64_t big_before = fills_and_flushes(27);
-  TT_CHECKF(read_size("arenas.bin.27.size") == 4096, "bin 27 is the 4 KiB class");
+  uint64_t big_before = fills_and_flushes(29);
+  TT_CHECKF(read_size("arenas.bin.29.size") == 4096, "bin 29 is the 4 KiB class");
   batch_rounds(4096, 1000, 8);
-  TT_CHECKF(fills_and_flushes(27) > big_before + 8, "a bin stays within its byte bound");
+  TT_CHECKF(fills_and_flushes(29) > big_before + 8, "a bin stays within its byte bound");
   /* Idle: the GC gives the 64-byte blocks back, round after round of other work. */
   for (int r = 0; r < 5000; r++) batch_rounds(1000 + (size_t)(r % 7) * 1000, 300, 1);
   refresh();

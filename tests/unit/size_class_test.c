@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Size classes: every size up to 1 MiB maps to the smallest class (or page run) that
- * fits; the table has four classes per doubling; slabs tile with little waste; the
+ * fits; the table has four classes per doubling plus the header classes (2^k + 2^k/8
+ * from 1 KiB to 8 KiB); slabs tile with little waste; the
  * region-start test agrees with plain division for every offset in every slab. */
 #include <stdint.h>
 
@@ -16,9 +17,25 @@ int main(void) {
     CHECK(class_to_size(c) > class_to_size(c - 1), "classes increase at %u", c);
     CHECK(class_to_size(c) % QUANTUM == 0, "class %u is a multiple of 16", c);
   }
-  /* Four classes per doubling from 64 up: class c+4 is twice class c. */
-  for (unsigned c = 3; c + 4 < NCACHED_MAX; c++)
-    CHECK(class_to_size(c + 4) == 2 * class_to_size(c), "four per doubling at %u", c);
+  /* Four regular classes per doubling from 64 up, and one header class in each doubling
+   * from 1 KiB to 8 KiB: every class is either of them. */
+  unsigned headers = 0;
+  for (unsigned c = 3; c < NCACHED_MAX; c++) {
+    size_t size = class_to_size(c);
+    unsigned lg = 63u - (unsigned)__builtin_clzll((unsigned long long)(size - 1));
+    size_t step = (size_t)1 << (lg - 2);
+    bool regular = size % step == 0;
+    bool header = lg >= 10 && lg <= 13 && size == ((size_t)1 << lg) + ((size_t)1 << lg) / 8;
+    CHECK(regular != header, "class %u (%zu B) is regular or a header class", c, size);
+    headers += header;
+  }
+  CHECK(headers == NHEADER_CLASSES, "%u header classes", headers);
+  CHECK(size_to_class(4096 + 272) == size_to_class(4608) && class_to_size(size_to_class(4368)) == 4608,
+        "a 4 KiB page plus its header fits the 4608-byte class");
+  /* Beyond the cached classes the formula goes on: class NCACHED_MAX + 4 is twice
+   * class NCACHED_MAX (large classes' counters use it). */
+  CHECK(class_to_size(NCACHED_MAX + 4) == 2 * class_to_size(NCACHED_MAX), "large classes");
+  CHECK(size_to_class_compute(class_to_size(NCACHED_MAX + 7)) == NCACHED_MAX + 7, "large class round trip");
   CHECK(size_to_class(0) == 0 && size_to_class(1) == 0 && size_to_class(16) == 0, "tiny sizes");
   for (size_t s = 1; s <= TCACHE_MAX_LIMIT; s++) {
     unsigned c = size_to_class(s);
