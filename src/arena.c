@@ -18,6 +18,7 @@
 #include "pagemap.h"
 #include "purge.h"
 #include "size_class.h"
+#include "stash.h"
 #include "thread.h"
 #include "thread_stats.h"
 
@@ -230,6 +231,7 @@ bool arena_handle_oom(size_t request) {
 
 static extent_t *large_extent(arena_t *a, size_t usable, size_t align, bool *zeroed) {
   lock_acquire(&a->extent_lock);
+  if (a->stash_pages > 0) stash_reclaim(a, usable / PAGE, EXTENT_LARGE);
   extent_t *e = extent_alloc(a, usable / PAGE, align / PAGE, EXTENT_LARGE, large_code(usable), zeroed);
   if (e != NULL) {
     a->large_allocated += usable;

@@ -36,6 +36,7 @@ static extent_t *slab_new(arena_t *a, unsigned c) {
     lock_release(&a->extent_lock);
     return slab;
   }
+  if (a->stash_pages > 0) stash_reclaim(a, ci->slab_pages, EXTENT_SLAB);
   slab = extent_alloc(a, ci->slab_pages, 1, EXTENT_SLAB, c + 1, &zeroed);
   purge_tick(a);
   lock_release(&a->extent_lock);

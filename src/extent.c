@@ -362,6 +362,12 @@ static void note_reuse(arena_t *a, unsigned from, size_t npages) {
   }
 }
 
+bool extent_dirty_fits(const arena_t *a, size_t npages, extent_state_t state) {
+  lock_assert_held(&a->extent_lock);
+  const extent_t *f = set_find(&a->dirty, npages);
+  return f != NULL && (state == EXTENT_SLAB || f->npages / DIRTY_MAX_FIT <= npages);
+}
+
 extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_state_t state,
                        unsigned code, bool *zeroed) {
   lock_assert_held(&a->extent_lock);

@@ -32,6 +32,10 @@ static inline void extent_list_remove(extent_list_t *l, extent_t *e) {
   e->lru_prev = e->lru_next = NULL;
 }
 
+/* True when extent_alloc(a, npages, 1, state, ...) would reuse resident free pages (a
+ * dirty extent), without touching new ones. */
+bool extent_dirty_fits(const arena_t *a, size_t npages, extent_state_t state);
+
 /*
  * Takes npages pages aligned to align_pages pages (a power of two) and makes them an
  * active extent in state `state` (EXTENT_SLAB or EXTENT_LARGE), with page-map entries

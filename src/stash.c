@@ -39,6 +39,23 @@ extent_t *stash_take(arena_t *a, unsigned c) {
   return slab;
 }
 
+/* Stashed pages reclaim may turn into dirty pages for one request, as a multiple of
+ * the request: bounded, so that one request cannot empty a large stash for nothing
+ * (freed slabs coalesce with their free neighbours, so a few usually make room). */
+#define STASH_RECLAIM_FACTOR 4
+
+void stash_reclaim(arena_t *a, size_t npages, extent_state_t state) {
+  lock_assert_held(&a->extent_lock);
+  size_t given = 0;
+  while (a->stash_lru.head != NULL && given < STASH_RECLAIM_FACTOR * npages &&
+         !extent_dirty_fits(a, npages, state)) {
+    extent_t *slab = a->stash_lru.head;
+    given += slab->npages;
+    stash_unlink(a, slab);
+    extent_free_stashed_slab(a, slab);
+  }
+}
+
 void stash_drain(arena_t *a) {
   lock_assert_held(&a->extent_lock);
   while (a->stash_lru.head != NULL) {

@@ -24,5 +24,10 @@ void stash_put(arena_t *a, extent_t *slab);
 extent_t *stash_take(arena_t *a, unsigned c);
 /* Turns every stashed slab into dirty pages, oldest first. */
 void stash_drain(arena_t *a);
+/* About to take npages for a slab or large block (state) that no resident free extent
+ * fits: turns stashed slabs of other classes, oldest first, into dirty pages until one
+ * does (or a few times npages were given back), so that the program's free memory is
+ * reused before new pages are touched. */
+void stash_reclaim(arena_t *a, size_t npages, extent_state_t state);
 
 #endif

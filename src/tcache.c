@@ -361,13 +361,30 @@ static void tcache_gc_tick(tcache_t *tc) {
   look->nflushed = b->nflushed;
 }
 
-/* Bin c is full: true when it should grow rather than flush (see set_capacity). */
+/*
+ * Bin c is full: true when it should grow rather than flush (see set_capacity).
+ *
+ * Growing pays only for batches: a program that allocates more blocks of one size than
+ * the bin holds, then frees them all. Its bin overflows soon after a refill, with
+ * hardly an allocation in between (at most the half bin the refill brought). A bin
+ * whose count wanders at random (a working set whose blocks are replaced one at a
+ * time) also goes from a refill to an overflow, but through many allocations and frees:
+ * a random walk takes about capacity^2 / 4 steps to cross the bin, so growing it to
+ * TCACHE_WALK_BYTES makes its refills and flushes rare enough, and growing it further
+ * would only hold more of the program's memory in the cache.
+ */
+#define TCACHE_WALK_BYTES ((size_t)64 << 10)
 static bool should_grow(tcache_t *tc, unsigned c) {
   cache_bin_t *b = tcache_bin(tc, c);
   unsigned k = c + 1;
   bool after_refill = b->nfilled != tc->overflow_mark[k];
   tc->overflow_mark[k] = b->nfilled;
   if (!after_refill) return false; /* one long run of frees: a flush serves it */
+  bool batch = b->nmalloc - tc->refill_nmalloc[k] <= b->capacity / 2u;
+  if (!batch && (size_t)b->capacity * class_infos[c].size >= TCACHE_WALK_BYTES) {
+    tc->overflow_streak[k] = 0; /* a random walk, and the bin is big enough for one */
+    return false;
+  }
   if (tc->overflow_streak[k] < TCACHE_GROW_STREAK) tc->overflow_streak[k]++;
   return tc->overflow_streak[k] >= TCACHE_GROW_STREAK && b->capacity < bin_max_capacity(c);
 }
@@ -401,6 +418,7 @@ void *tcache_alloc_refill(tcache_t *tc, unsigned c) {
   b->head = batch + 1;
   b->nfilled += got;
   b->nmalloc++;
+  tc->refill_nmalloc[c + 1] = b->nmalloc;
   check_bin(b);
   publish_bin(tc, c);
   return batch[0];

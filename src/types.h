@@ -258,13 +258,14 @@ typedef struct tcache {
   size_t alloc_size;          /* bytes mapped for this tcache (its bins' stacks reserved
                                  at their largest capacity) */
   size_t committed;           /* bytes of it the bins' current capacities can touch */
-  /* Adaptive capacity (tcache.c), per bin: nfilled when it last overflowed, and how many
-   * overflows in a row came after a refill (a batch bigger than the bin, round after
-   * round). */
   /* Per bin, its nmalloc and frees when last published into the thread's counters. */
   uint64_t nmalloc_published[NCACHED_MAX + 1];
   uint64_t ndalloc_published[NCACHED_MAX + 1];
+  /* Adaptive capacity (tcache.c), per bin: nfilled when it last overflowed, nmalloc just
+   * after its last refill, and how many overflows in a row looked like a batch bigger
+   * than the bin (a refill, then frees with hardly an allocation between). */
   uint64_t overflow_mark[NCACHED_MAX + 1];
+  uint64_t refill_nmalloc[NCACHED_MAX + 1];
   uint8_t overflow_streak[NCACHED_MAX + 1];
   /* Each bin's two stacks, by their empty ends: the packed one (the starting capacity)
    * and the one it grows into (NULL: the bin never grows). */
