@@ -44,6 +44,7 @@ void arena_init(arena_t *a, unsigned index) {
   decay_init(&a->dirty_decay, dirty_ms, now);
   decay_init(&a->muzzy_decay, muzzy_ms, now);
   for (unsigned c = 0; c < NSMALL; c++) bin_init(&a->bins[c]);
+  extent_share_arena(a);
 }
 
 bool arenas_init(unsigned narenas) {
@@ -231,7 +232,8 @@ bool arena_handle_oom(size_t request) {
 
 static extent_t *large_extent(arena_t *a, size_t usable, size_t align, bool *zeroed) {
   lock_acquire(&a->extent_lock);
-  if (a->stash_pages > 0) stash_reclaim(a, usable / PAGE, EXTENT_LARGE);
+  if (a->stash_pages > 0) stash_reclaim(a, usable / PAGE);
+  if (!extent_dirty_fits(a, usable / PAGE)) stash_borrow(a, NSMALL, usable / PAGE);
   extent_t *e = extent_alloc(a, usable / PAGE, align / PAGE, EXTENT_LARGE, large_code(usable), zeroed);
   if (e != NULL) {
     a->large_allocated += usable;

@@ -216,7 +216,10 @@ static void insert_free(arena_t *a, extent_t *e, unsigned state) {
   if (prev != NULL) {
     set_remove(set, prev);
     clear_bounds(prev);
-    pagemap_set(e->addr, 0);
+    /* e's first page, now inside prev, keeps pointing at the free extent that holds it:
+     * a second free of the block that started there is then told a double free (free.c)
+     * rather than an invalid pointer. No other lookup reads a free extent's inside. */
+    pagemap_set(e->addr, pm_make(prev, 0, 0));
     prev->npages += e->npages;
     record_delete(a, e);
     e = prev;
@@ -225,6 +228,7 @@ static void insert_free(arena_t *a, extent_t *e, unsigned state) {
   if (next != NULL) {
     set_remove(set, next);
     clear_bounds(next);
+    pagemap_set(next->addr, pm_make(e, 0, 0)); /* as above */
     pagemap_set(last_page(e), 0);
     e->npages += next->npages;
     record_delete(a, next);
@@ -362,10 +366,74 @@ static void note_reuse(arena_t *a, unsigned from, size_t npages) {
   }
 }
 
-bool extent_dirty_fits(const arena_t *a, size_t npages, extent_state_t state) {
+/* ---- sharing resident free pages between arenas ---- */
+
+/*
+ * Arenas are per CPU, so the memory one thread frees often lands in another arena than
+ * the one the next allocation comes from (threads move between CPUs, blocks are freed
+ * by other threads, a program's phases run on other threads). Before an arena touches
+ * pages that are not resident (released or fresh ones), it takes a resident free extent
+ * of another arena instead: the extent's record, its pages and their count move over,
+ * and it never merges with its old neighbours (merging checks the arena), so each
+ * extent always belongs to exactly one arena. The other arena's lock is only tried
+ * (never waited for, so two arenas borrowing from each other cannot deadlock).
+ */
+static arena_t *sharing_arenas[MAX_ARENAS];
+static _Atomic unsigned nsharing_arenas;
+
+void extent_share_arena(arena_t *a) {
+  unsigned i = atomic_load_explicit(&nsharing_arenas, memory_order_relaxed);
+  if (i >= MAX_ARENAS) return;
+  sharing_arenas[i] = a;
+  atomic_store_explicit(&nsharing_arenas, i + 1, memory_order_release);
+}
+
+/* A dirty extent of b that fits npages pages and is not one b keeps whole (see
+ * extent_alloc), moved into a's dirty set; NULL if b has none. Both locks held. */
+static extent_t *move_dirty(arena_t *a, arena_t *b, size_t npages) {
+  extent_t *f = set_find(&b->dirty, npages);
+  if (f == NULL) return NULL;
+  set_remove(&b->dirty, f);
+  clear_bounds(f);
+  b->mapped_pages -= f->npages;
+  a->mapped_pages += f->npages;
+  f->arena = a;
+  insert_free(a, f, EXTENT_DIRTY);
+  return set_find(&a->dirty, npages);
+}
+
+unsigned extent_sharing_count(void) { return atomic_load_explicit(&nsharing_arenas, memory_order_acquire); }
+arena_t *extent_sharing_arena(unsigned i) { return sharing_arenas[i]; }
+
+void extent_move_active(arena_t *a, arena_t *b, extent_t *e) {
   lock_assert_held(&a->extent_lock);
-  const extent_t *f = set_find(&a->dirty, npages);
-  return f != NULL && (state == EXTENT_SLAB || f->npages / DIRTY_MAX_FIT <= npages);
+  lock_assert_held(&b->extent_lock);
+  tessera_assert(e->arena == b && (e->state == EXTENT_SLAB || e->state == EXTENT_LARGE));
+  tessera_assert(b->active_pages >= e->npages && b->mapped_pages >= e->npages);
+  b->active_pages -= e->npages;
+  b->mapped_pages -= e->npages;
+  a->active_pages += e->npages;
+  a->mapped_pages += e->npages;
+  e->arena = a;
+}
+
+static extent_t *borrow_dirty(arena_t *a, size_t npages) {
+  unsigned n = atomic_load_explicit(&nsharing_arenas, memory_order_acquire);
+  for (unsigned i = 0; i < n; i++) {
+    arena_t *b = sharing_arenas[i];
+    /* A racy look first: most arenas have nothing that fits. */
+    if (b == a || __atomic_load_n(&b->dirty.npages, __ATOMIC_RELAXED) < npages || !lock_try(&b->extent_lock))
+      continue;
+    extent_t *f = move_dirty(a, b, npages);
+    lock_release(&b->extent_lock);
+    if (f != NULL) return f;
+  }
+  return NULL;
+}
+
+bool extent_dirty_fits(const arena_t *a, size_t npages) {
+  lock_assert_held(&a->extent_lock);
+  return set_find(&a->dirty, npages) != NULL;
 }
 
 extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_state_t state,
@@ -376,14 +444,16 @@ extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_sta
   if (search < npages) return NULL;
   /* Reuse resident pages first (no page faults), then lazily freed ones, then released. */
   extent_t *f = set_find(&a->dirty, search);
-  /* A dirty extent far bigger than the request is kept whole for a large block (jemalloc's
-   * lg_extent_max_active_fit: resident free memory does not fragment), and split from its
-   * top end for a slab: its resident pages serve the slab (no fresh pages, no faults),
-   * while the start of a large block just freed stays free, so a second free of that
-   * block still finds a free extent there and reports the double free. */
-  bool from_top = f != NULL && f->npages / DIRTY_MAX_FIT > search && state == EXTENT_SLAB;
-  if (f != NULL && f->npages / DIRTY_MAX_FIT > search && !from_top) f = NULL; /* kept whole */
+  /* A dirty extent far bigger than the request (the best fit, so nothing smaller fits)
+   * is split from its top end: its resident pages serve the request (touching fresh
+   * pages instead would grow the resident set by the request while the big extent sits
+   * unused: a program that frees 100 MiB of blocks and then allocates 100 MiB of smaller
+   * ones would need 200 MiB), while the start of a large block just freed stays free, so
+   * a second free of that block still finds a free extent there and reports the double
+   * free, and a request as big as that block still finds its pages whole. */
+  bool from_top = f != NULL && f->npages / DIRTY_MAX_FIT > search;
   if (f == NULL) f = set_find(&a->muzzy, search);
+  if (f == NULL && align_pages == 1) f = borrow_dirty(a, search);
   if (f == NULL) f = set_find(&a->retained, search);
   if (f == NULL) {
     if (!grow(a, search)) return NULL;

@@ -32,9 +32,20 @@ static inline void extent_list_remove(extent_list_t *l, extent_t *e) {
   e->lru_prev = e->lru_next = NULL;
 }
 
-/* True when extent_alloc(a, npages, 1, state, ...) would reuse resident free pages (a
- * dirty extent), without touching new ones. */
-bool extent_dirty_fits(const arena_t *a, size_t npages, extent_state_t state);
+/* Lets arena a's resident free extents serve the other arenas (and theirs serve a)
+ * when one would otherwise touch new pages. Called once per arena, as it is created. */
+void extent_share_arena(arena_t *a);
+
+/* The arenas registered by extent_share_arena (for other layers' borrowing). */
+unsigned extent_sharing_count(void);
+arena_t *extent_sharing_arena(unsigned i);
+/* Active extent e of arena b (an empty slab) becomes arena a's, with its pages'
+ * counts. Both extent locks held. */
+void extent_move_active(arena_t *a, arena_t *b, extent_t *e);
+
+/* True when extent_alloc(a, npages, 1, ...) would reuse resident free pages (a dirty
+ * extent), without touching new ones. */
+bool extent_dirty_fits(const arena_t *a, size_t npages);
 
 /*
  * Takes npages pages aligned to align_pages pages (a power of two) and makes them an

@@ -44,6 +44,15 @@ static bool region_free_in_slab(const extent_t *slab, uintptr_t p) {
   return (word >> (idx % 64)) & 1;
 }
 
+/* Whether free extent ext covers page a (a racy read: records are never unmapped). */
+static bool extent_holds_freed_start(const extent_t *ext, uintptr_t a) {
+  unsigned state = __atomic_load_n(&ext->state, __ATOMIC_RELAXED);
+  uintptr_t start = __atomic_load_n(&ext->addr, __ATOMIC_RELAXED);
+  size_t npages = __atomic_load_n(&ext->npages, __ATOMIC_RELAXED);
+  bool free_state = state == EXTENT_DIRTY || state == EXTENT_MUZZY || state == EXTENT_RETAINED;
+  return free_state && a >= start && (a - start) / PAGE < npages;
+}
+
 extent_t *free_lookup_block(const void *p, const char *func, unsigned *class_out, bool freeing) {
   uintptr_t a = (uintptr_t)p;
   const char *freed = freeing ? "double free" : "use after free";
@@ -51,8 +60,10 @@ extent_t *free_lookup_block(const void *p, const char *func, unsigned *class_out
   extent_t *ext = pm_extent(e);
   unsigned code = pm_code(e);
   if (code == 0) {
-    /* The first page of a free extent: most likely a large block freed before. */
-    if (ext != NULL && ext->addr == a) fatal_pointer(func, freed, p);
+    /* The first page of a free extent, or a page inside one that names it (where a block
+     * started before it merged with its free neighbours: extent.c): most likely a large
+     * block freed before. Read without the extent lock: a diagnosis only. */
+    if (ext != NULL && (a & PAGE_MASK) == 0 && extent_holds_freed_start(ext, a)) fatal_pointer(func, freed, p);
     fatal_pointer(func, "invalid pointer", p);
   }
   if (code - 1 < NCACHED_MAX) {

@@ -44,16 +44,31 @@ extent_t *stash_take(arena_t *a, unsigned c) {
  * (freed slabs coalesce with their free neighbours, so a few usually make room). */
 #define STASH_RECLAIM_FACTOR 4
 
-void stash_reclaim(arena_t *a, size_t npages, extent_state_t state) {
+void stash_reclaim(arena_t *a, size_t npages) {
   lock_assert_held(&a->extent_lock);
   size_t given = 0;
   while (a->stash_lru.head != NULL && given < STASH_RECLAIM_FACTOR * npages &&
-         !extent_dirty_fits(a, npages, state)) {
+         !extent_dirty_fits(a, npages)) {
     extent_t *slab = a->stash_lru.head;
     given += slab->npages;
     stash_unlink(a, slab);
     extent_free_stashed_slab(a, slab);
   }
+}
+
+extent_t *stash_borrow(arena_t *a, unsigned c, size_t npages) {
+  lock_assert_held(&a->extent_lock);
+  unsigned n = extent_sharing_count();
+  for (unsigned i = 0; i < n; i++) {
+    arena_t *b = extent_sharing_arena(i);
+    if (b == a || __atomic_load_n(&b->stash_pages, __ATOMIC_RELAXED) == 0 || !lock_try(&b->extent_lock)) continue;
+    extent_t *slab = c < NSMALL ? stash_take(b, c) : NULL;
+    if (slab != NULL) extent_move_active(a, b, slab);
+    else stash_reclaim(b, npages);
+    lock_release(&b->extent_lock);
+    if (slab != NULL) return slab;
+  }
+  return NULL;
 }
 
 void stash_drain(arena_t *a) {
