@@ -34,15 +34,18 @@ void prof_hooks_constructed(void);
 
 extern _Atomic bool prof_active_now; /* prof.active */
 
-/* With prof:true, on every allocation of usize bytes: whether it is the sampled one.
- * Draws the next interval itself when sampling is inactive or the thread is inside
- * the profiler. */
+/* prof_alloc_due when the countdown less the outstanding allowances may be crossed. */
+bool prof_alloc_due_slow(size_t usize);
+/* With prof:true, on every allocation of usize bytes outside the prof bins' fast path:
+ * whether it is the sampled one. Draws the next interval itself when sampling is
+ * inactive or the thread is inside the profiler. */
 static inline bool prof_alloc_due(size_t usize) {
   prof_thread_t *t = &tls_thread.prof;
-  if (likely(!prof_sample_first_due(t, usize))) return false;
-  if (likely(atomic_load_explicit(&prof_active_now, memory_order_relaxed) && !t->busy)) return true;
-  prof_bytes_until_sample(t);
-  return false;
+  if (likely((int64_t)usize < t->bytes_until_sample)) { /* the allowances left aside */
+    t->bytes_until_sample -= (int64_t)usize;
+    return false;
+  }
+  return prof_alloc_due_slow(usize);
 }
 
 /* The sampled block's extent: a large extent of at least usize bytes (page rounded),
