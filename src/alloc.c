@@ -44,8 +44,8 @@ void *alloc_counted(void *p, size_t usable) {
 
 /* prof:true and this allocation is the sampled one: a large extent of its own, marked
  * sampled (prof_hooks.h), counted, then recorded with its stack. */
-PROF_API_ENTRY static void *alloc_sampled(size_t usize, size_t align, bool zero) {
-  extent_t *e = prof_block_new(usize, align, zero); /* arena_malloc_large handles OOM */
+PROF_API_ENTRY void *alloc_sampled_in(arena_t *a, size_t usize, size_t align, bool zero) {
+  extent_t *e = prof_block_new(a, usize, align, zero); /* arena_malloc_large handles OOM */
   void *p = NULL;
   if (e != NULL && zero) {
     p = (void *)e->addr;
@@ -56,6 +56,9 @@ PROF_API_ENTRY static void *alloc_sampled(size_t usize, size_t align, bool zero)
   prof_block_record(p, usize);
   return p;
 }
+
+PROF_API_ENTRY static void *alloc_sampled(size_t usize, size_t align, bool zero) {
+  return alloc_sampled_in(NULL, usize, align, zero); }
 
 PROF_API_ENTRY void *alloc_large(size_t size, size_t align, bool zero) {
   if (unlikely(opt_prof) && prof_alloc_due(large_usable_size(size))) return alloc_sampled(large_usable_size(size), align, zero);

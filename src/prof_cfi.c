@@ -506,26 +506,34 @@ static void cache_store(uintptr_t pc, uint64_t generation, const row_t *row, boo
   *cache_slot(pc) = c;
 }
 
-static bool cache_load(uintptr_t pc, uint64_t generation, row_t *row, bool *signal_frame) {
-  const cached_row_t *c = cache_slot(pc);
-  if (c->pc != pc || c->generation != generation) return false;
-  memset(row, 0, sizeof(*row));
-  row->cfa_reg = c->cfa_reg;
-  row->cfa_offset = c->cfa_offset;
+/* apply_row for a cached row (same rules, without building a row). */
+static prof_step_t apply_cached(const prof_memory_t *mem, const cached_row_t *c, prof_regs_t *regs) {
+  if (!(regs->valid & (1u << c->cfa_reg))) return PROF_STEP_BAD;
+  uintptr_t cfa = regs->r[c->cfa_reg] + (uintptr_t)(int64_t)c->cfa_offset;
+  if (c->kind[PROF_REG_RIP] == RULE_UNDEF) return PROF_STEP_END;
+  prof_regs_t next = {.valid = 0};
   for (unsigned i = 0; i < PROF_NREGS; i++) {
-    row->regs[i].kind = c->kind[i];
-    row->regs[i].value = c->offset[i];
+    bool ok = c->kind[i] == RULE_SAME     ? (regs->valid >> i) & 1 && (next.r[i] = regs->r[i], true)
+              : c->kind[i] == RULE_OFFSET ? prof_memory_read(mem, cfa + (uintptr_t)(int64_t)c->offset[i], &next.r[i])
+                                          : false;
+    if (ok) next.valid |= 1u << i;
   }
-  *signal_frame = c->signal_frame;
-  return true;
+  if (!(next.valid & (1u << PROF_REG_RIP))) return PROF_STEP_BAD;
+  if (c->kind[PROF_REG_RSP] == RULE_SAME) {
+    next.r[PROF_REG_RSP] = cfa;
+    next.valid |= 1u << PROF_REG_RSP;
+  }
+  if (!c->signal_frame && cfa <= regs->r[PROF_REG_RSP]) return PROF_STEP_BAD;
+  *regs = next;
+  return next.r[PROF_REG_RIP] ? PROF_STEP_OK : PROF_STEP_END;
 }
 
 prof_step_t prof_cfi_step(const prof_memory_t *mem, prof_regs_t *regs, bool pc_is_return_address) {
   uintptr_t pc = regs->r[PROF_REG_RIP] - (pc_is_return_address ? 1 : 0);
   uint64_t generation = mem->modules ? mem->modules->generation : 0;
+  const cached_row_t *hit = cache_slot(pc);
+  if (pc != 0 && hit->pc == pc && hit->generation == generation) return apply_cached(mem, hit, regs);
   machine_t m;
-  bool signal_frame;
-  if (pc != 0 && cache_load(pc, generation, &m.row, &signal_frame)) return apply_row(mem, &m.row, signal_frame, regs);
   const prof_module_t *mod = mem->modules ? prof_module_find(mem->modules, pc) : NULL;
   if (!mod || !mod->eh_frame_hdr) return PROF_STEP_NO_FDE;
   fde_t f;

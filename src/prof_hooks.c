@@ -61,10 +61,10 @@ void prof_hooks_constructed(void) {
   if (opt_prof && opt_prof_leak && leak_fd < 0) leak_fd = os_dup_stderr();
 }
 
-extent_t *prof_block_new(size_t usize, size_t align, bool zero) {
+extent_t *prof_block_new(arena_t *a, size_t usize, size_t align, bool zero) {
   size_t request = (usize + PAGE_MASK) & ~(size_t)PAGE_MASK;
   if (request < usize) return NULL;
-  void *p = arena_malloc_large(current_arena(tcache_get()), request, align, zero);
+  void *p = arena_malloc_large(a != NULL ? a : current_arena(tcache_get()), request, align, zero);
   if (p == NULL) return NULL;
   extent_t *e = pm_extent(pagemap_get((uintptr_t)p));
   e->sampled = 1;

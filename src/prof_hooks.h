@@ -49,8 +49,9 @@ static inline bool prof_alloc_due(size_t usize) {
 }
 
 /* The sampled block's extent: a large extent of at least usize bytes (page rounded),
- * aligned to align (>= PAGE), zeroed if asked, marked sampled. NULL if impossible. */
-extent_t *prof_block_new(size_t usize, size_t align, bool zero);
+ * aligned to align (>= PAGE), zeroed if asked, marked sampled, from arena a (NULL: the
+ * thread's). NULL if impossible. */
+extent_t *prof_block_new(arena_t *a, size_t usize, size_t align, bool zero);
 /* After the block is counted and before any allocator lock: captures the stack (the
  * allocator's entry points left out) and records p as a sampled block of usize bytes;
  * then any dump the allocation triggers (lg_prof_interval, prof_gdump). p may be NULL
