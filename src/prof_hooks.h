@@ -5,11 +5,10 @@
  * that prof:false takes is `opt_prof` on malloc's, calloc's and the aligned family's
  * slow paths, and `extent->sampled` on the free of a large block (a slow path too).
  *
- * How every allocation is seen: with prof:true, boot points every entry of malloc's
- * size -> bin table at bins[0] (which never caches), so malloc's fast path always falls
- * into its slow path, which pops the thread cache itself after counting the block's
- * usable size down the thread's byte countdown (prof_sample_first_due). free's fast
- * path is unchanged.
+ * How every allocation is seen: with prof:true, boot points malloc's size -> bin table
+ * at the prof bins (prof_cache.h), whose allowances never reach past the next sample
+ * point; every other allocation path counts its usable size down the thread's byte
+ * countdown (prof_alloc_due). free's fast path is unchanged.
  *
  * A sampled block gets a large extent of its own, marked `sampled` and mapped as an
  * uncached large block (CODE_LARGE), whatever its size: its free misses free's fast
