@@ -21,6 +21,7 @@
 #include "init.h"
 #include "options.h"
 #include "pagemap.h"
+#include "prof_cache.h"
 #include "prof_hooks.h"
 #include "size_class.h"
 #include "tcache.h"
@@ -43,8 +44,8 @@ void *alloc_counted(void *p, size_t usable) {
 
 /* prof:true and this allocation is the sampled one: a large extent of its own, marked
  * sampled (prof_hooks.h), counted, then recorded with its stack. */
-PROF_API_ENTRY static void *alloc_sampled(size_t usize, size_t align, bool zero) {
-  extent_t *e = prof_block_new(usize, align, zero); /* arena_malloc_large handles OOM */
+PROF_API_ENTRY void *alloc_sampled_in(arena_t *a, size_t usize, size_t align, bool zero) {
+  extent_t *e = prof_block_new(a, usize, align, zero); /* arena_malloc_large handles OOM */
   void *p = NULL;
   if (e != NULL && zero) {
     p = (void *)e->addr;
@@ -55,6 +56,9 @@ PROF_API_ENTRY static void *alloc_sampled(size_t usize, size_t align, bool zero)
   prof_block_record(p, usize);
   return p;
 }
+
+PROF_API_ENTRY static void *alloc_sampled(size_t usize, size_t align, bool zero) {
+  return alloc_sampled_in(NULL, usize, align, zero); }
 
 PROF_API_ENTRY void *alloc_large(size_t size, size_t align, bool zero) {
   if (unlikely(opt_prof) && prof_alloc_due(large_usable_size(size))) return alloc_sampled(large_usable_size(size), align, zero);
@@ -89,6 +93,22 @@ static void *alloc_any(size_t size) {
   return alloc_counted(arena_malloc_large(current_arena(tc), size, PAGE, false), large_usable_size(size));
 }
 
+/* prof:true: malloc's fast path popped the prof bin of the size's class to its stop
+ * (prof_cache.h), or the size is not cached. Decides on the exact count whether this
+ * allocation crosses the sample point, then serves it from the prof bin's parked
+ * blocks, the ordinary bin or a refill, and grants the prof bin a new allowance. */
+PROF_API_ENTRY static void *malloc_profiled(size_t size) {
+  unsigned c = size <= LOOKUP_MAX ? size_to_class(size) : 0;
+  size_t usize = size <= LOOKUP_MAX ? class_infos[c].size : large_usable_size(size);
+  if (prof_alloc_due(usize)) return alloc_sampled(usize, PAGE, false);
+  tcache_t *tc = size <= LOOKUP_MAX ? tcache_get() : NULL;
+  if (tc == NULL || tcache_bin(tc, c)->capacity == 0) return alloc_any(size);
+  void *p = prof_cache_take(tc, c);
+  if (p == NULL) p = alloc_cached_class(tc, c);
+  if (p != NULL) prof_cache_arm(tc, c, &tls_thread.prof);
+  return p;
+}
+
 NOINLINE PROF_API_ENTRY static void *malloc_slow(size_t size) {
   if (unlikely(!boot_ensure())) return NULL;
   if (unlikely(size > (size_t)PTRDIFF_MAX)) {
@@ -97,12 +117,9 @@ NOINLINE PROF_API_ENTRY static void *malloc_slow(size_t size) {
   }
   if (atomic_load_explicit(&boot_constructed, memory_order_relaxed)) background_start_if_wanted();
   if (unlikely(opt_prof)) {
-    size_t usize = size <= LOOKUP_MAX ? class_infos[size_to_class(size)].size : large_usable_size(size);
-    if (prof_alloc_due(usize)) {
-      void *q = alloc_sampled(usize, PAGE, false);
-      if (unlikely(q == NULL)) errno = ENOMEM;
-      return q;
-    }
+    void *q = malloc_profiled(size);
+    if (unlikely(q == NULL)) errno = ENOMEM;
+    return q;
   }
   /* Every path below meets the OOM handling once (arena_handle_oom: the free map's
    * reservation given back, unused memory unmapped, the program's callback, a retry). */

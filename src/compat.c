@@ -17,6 +17,7 @@
 
 #include "control.h"
 #include "frontend.h"
+#include "prof_hooks.h"
 
 typedef struct alloc_flags {
   size_t align;    /* 0 or a power of two */
@@ -40,7 +41,7 @@ static void *alloc_with(size_t size, const alloc_flags_t *d) {
   return control_alloc(d->arena, size == 0 ? 1 : size, d->align, d->zero, d->use_tcache);
 }
 
-TESSERA_EXPORT void *mallocx(size_t size, int flags) {
+TESSERA_EXPORT PROF_API_ENTRY void *mallocx(size_t size, int flags) {
   alloc_flags_t d = decode(flags);
   return alloc_with(size, &d);
 }
@@ -70,7 +71,7 @@ static bool plain_realloc_will_do(const alloc_flags_t *d) {
   return d->arena < 0 && d->use_tcache && d->align <= QUANTUM;
 }
 
-TESSERA_EXPORT void *rallocx(void *ptr, size_t size, int flags) {
+TESSERA_EXPORT PROF_API_ENTRY void *rallocx(void *ptr, size_t size, int flags) {
   alloc_flags_t d = decode(flags);
   size_t old_usable = tessera_usable_size_internal(ptr, "rallocx()");
   if (size == 0) size = 1;

@@ -8,6 +8,8 @@
 #include "bin.h"
 #include "frontend.h"
 #include "init.h"
+#include "options.h"
+#include "prof_hooks.h"
 #include "purge.h"
 #include "size_class.h"
 #include "background.h"
@@ -51,7 +53,7 @@ size_t control_alloc_usable(size_t size, size_t align) {
   return large_usable_size(large_request(size));
 }
 
-void *control_alloc(int arena_index, size_t size, size_t align, bool zero, bool use_tcache) {
+PROF_API_ENTRY void *control_alloc(int arena_index, size_t size, size_t align, bool zero, bool use_tcache) {
   if (!boot_ensure()) return NULL;
   if (arena_index < 0 && use_tcache) {
     void *p = align > QUANTUM ? tessera_aligned_internal(align, size) : tessera_malloc_internal(size);
@@ -62,6 +64,11 @@ void *control_alloc(int arena_index, size_t size, size_t align, bool zero, bool 
   if (a == NULL || size > (size_t)PTRDIFF_MAX || align > ((size_t)1 << 62)) return NULL;
   size_t rounded = aligned_request(size, align);
   if (rounded == 0) return NULL;
+  /* An explicit arena, or no cache: sampled like every other allocation. */
+  if (unlikely(opt_prof)) {
+    size_t usize = control_alloc_usable(size, align);
+    if (prof_alloc_due(usize)) return alloc_sampled_in(a, usize, align < PAGE ? PAGE : align, zero);
+  }
   if (align <= PAGE && rounded <= SMALL_MAX) {
     unsigned c = size_to_class(rounded);
     void *p = bin_alloc_one(a, c);

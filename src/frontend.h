@@ -18,6 +18,9 @@ void *alloc_counted(void *p, size_t usable);
 /* A large block of at least size bytes, aligned to align (a power of two >= PAGE),
  * zeroed if asked, from the calling thread's arena, counted. NULL if impossible. */
 void *alloc_large(size_t size, size_t align, bool zero);
+/* prof:true, the allocation prof_alloc_due chose: a sampled block of usize bytes from
+ * arena a (NULL: the thread's), recorded with its stack. */
+void *alloc_sampled_in(arena_t *a, size_t usize, size_t align, bool zero);
 
 /* free.c */
 void tessera_free_internal(void *p);

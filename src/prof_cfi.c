@@ -449,15 +449,97 @@ static bool recover(const prof_memory_t *mem, const rule_t *rule, const prof_reg
   }
 }
 
+/* The caller's registers from the row at the PC (the frame's unwind rules). */
+static prof_step_t apply_row(const prof_memory_t *mem, const row_t *row, bool signal_frame, prof_regs_t *regs) {
+  uintptr_t cfa;
+  if (!compute_cfa(mem, row, regs, &cfa)) return PROF_STEP_BAD;
+  if (row->regs[PROF_REG_RIP].kind == RULE_UNDEF) return PROF_STEP_END;
+  prof_regs_t next = {.valid = 0};
+  for (unsigned i = 0; i < PROF_NREGS; i++)
+    if (row->regs[i].kind != RULE_UNDEF && recover(mem, &row->regs[i], regs, cfa, i, &next.r[i]))
+      next.valid |= 1u << i;
+  if (!(next.valid & (1u << PROF_REG_RIP))) return PROF_STEP_BAD;
+  if (row->regs[PROF_REG_RSP].kind == RULE_SAME) {
+    next.r[PROF_REG_RSP] = cfa; /* the CFA is the caller's stack pointer by definition */
+    next.valid |= 1u << PROF_REG_RSP;
+  }
+  if (!signal_frame && cfa <= regs->r[PROF_REG_RSP]) return PROF_STEP_BAD; /* must move up */
+  *regs = next;
+  return next.r[PROF_REG_RIP] ? PROF_STEP_OK : PROF_STEP_END;
+}
+
+/*
+ * Rows already computed, by PC: a program's samples come from a few hundred call sites,
+ * and finding the FDE and running its program costs thousands of instructions a frame
+ * (docs/profiling.md). Only the common shape is kept: the CFA a register plus an
+ * offset, every register the same, undefined or saved at an offset from the CFA. Read
+ * and written only under the profiler's gate (prof_modules_locked), and tagged with the
+ * module table's generation, so a PC of a module unloaded since is never trusted.
+ */
+#define ROW_CACHE_SIZE 512 /* a power of two */
+typedef struct cached_row {
+  uintptr_t pc; /* 0: empty */
+  uint64_t generation;
+  int32_t cfa_offset;
+  uint8_t cfa_reg;
+  bool signal_frame;
+  uint8_t kind[PROF_NREGS];
+  int32_t offset[PROF_NREGS];
+} cached_row_t;
+static cached_row_t row_cache[ROW_CACHE_SIZE];
+
+static cached_row_t *cache_slot(uintptr_t pc) { return &row_cache[(pc * 0x9E3779B97F4A7C15ull) >> 55 & (ROW_CACHE_SIZE - 1)]; }
+
+static bool fits_int32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
+
+static void cache_store(uintptr_t pc, uint64_t generation, const row_t *row, bool signal_frame) {
+  if (row->cfa_expr || row->cfa_reg >= PROF_NREGS || !fits_int32(row->cfa_offset)) return;
+  cached_row_t c = {.pc = pc, .generation = generation, .cfa_offset = (int32_t)row->cfa_offset,
+                    .cfa_reg = (uint8_t)row->cfa_reg, .signal_frame = signal_frame};
+  for (unsigned i = 0; i < PROF_NREGS; i++) {
+    const rule_t *r = &row->regs[i];
+    if (r->kind != RULE_SAME && r->kind != RULE_UNDEF && r->kind != RULE_OFFSET) return;
+    if (!fits_int32(r->value)) return;
+    c.kind[i] = r->kind;
+    c.offset[i] = (int32_t)r->value;
+  }
+  *cache_slot(pc) = c;
+}
+
+/* apply_row for a cached row (same rules, without building a row). */
+static prof_step_t apply_cached(const prof_memory_t *mem, const cached_row_t *c, prof_regs_t *regs) {
+  if (!(regs->valid & (1u << c->cfa_reg))) return PROF_STEP_BAD;
+  uintptr_t cfa = regs->r[c->cfa_reg] + (uintptr_t)(int64_t)c->cfa_offset;
+  if (c->kind[PROF_REG_RIP] == RULE_UNDEF) return PROF_STEP_END;
+  prof_regs_t next = {.valid = 0};
+  for (unsigned i = 0; i < PROF_NREGS; i++) {
+    bool ok = c->kind[i] == RULE_SAME     ? (regs->valid >> i) & 1 && (next.r[i] = regs->r[i], true)
+              : c->kind[i] == RULE_OFFSET ? prof_memory_read(mem, cfa + (uintptr_t)(int64_t)c->offset[i], &next.r[i])
+                                          : false;
+    if (ok) next.valid |= 1u << i;
+  }
+  if (!(next.valid & (1u << PROF_REG_RIP))) return PROF_STEP_BAD;
+  if (c->kind[PROF_REG_RSP] == RULE_SAME) {
+    next.r[PROF_REG_RSP] = cfa;
+    next.valid |= 1u << PROF_REG_RSP;
+  }
+  if (!c->signal_frame && cfa <= regs->r[PROF_REG_RSP]) return PROF_STEP_BAD;
+  *regs = next;
+  return next.r[PROF_REG_RIP] ? PROF_STEP_OK : PROF_STEP_END;
+}
+
 prof_step_t prof_cfi_step(const prof_memory_t *mem, prof_regs_t *regs, bool pc_is_return_address) {
   uintptr_t pc = regs->r[PROF_REG_RIP] - (pc_is_return_address ? 1 : 0);
+  uint64_t generation = mem->modules ? mem->modules->generation : 0;
+  const cached_row_t *hit = cache_slot(pc);
+  if (pc != 0 && hit->pc == pc && hit->generation == generation) return apply_cached(mem, hit, regs);
+  machine_t m;
   const prof_module_t *mod = mem->modules ? prof_module_find(mem->modules, pc) : NULL;
   if (!mod || !mod->eh_frame_hdr) return PROF_STEP_NO_FDE;
   fde_t f;
   prof_step_t found = find_fde(mod, pc, &f);
   if (found != PROF_STEP_OK) return found;
   if (f.cie.ra_reg != PROF_REG_RIP) return PROF_STEP_BAD;
-  machine_t m;
   memset(&m.row, 0, sizeof(m.row));
   m.nsaved = 0;
   m.loc = f.pc_begin;
@@ -467,19 +549,6 @@ prof_step_t prof_cfi_step(const prof_memory_t *mem, prof_regs_t *regs, bool pc_i
   m.initial = m.row;
   m.loc = f.pc_begin;
   if (!run_program(&m, &f.cie, f.insns, f.insns_end, pc, data_base)) return PROF_STEP_BAD;
-  uintptr_t cfa;
-  if (!compute_cfa(mem, &m.row, regs, &cfa)) return PROF_STEP_BAD;
-  if (m.row.regs[PROF_REG_RIP].kind == RULE_UNDEF) return PROF_STEP_END;
-  prof_regs_t next = {.valid = 0};
-  for (unsigned i = 0; i < PROF_NREGS; i++)
-    if (m.row.regs[i].kind != RULE_UNDEF && recover(mem, &m.row.regs[i], regs, cfa, i, &next.r[i]))
-      next.valid |= 1u << i;
-  if (!(next.valid & (1u << PROF_REG_RIP))) return PROF_STEP_BAD;
-  if (m.row.regs[PROF_REG_RSP].kind == RULE_SAME) {
-    next.r[PROF_REG_RSP] = cfa; /* the CFA is the caller's stack pointer by definition */
-    next.valid |= 1u << PROF_REG_RSP;
-  }
-  if (!f.cie.signal_frame && cfa <= regs->r[PROF_REG_RSP]) return PROF_STEP_BAD; /* must move up */
-  *regs = next;
-  return next.r[PROF_REG_RIP] ? PROF_STEP_OK : PROF_STEP_END;
+  if (pc != 0 && mem->modules) cache_store(pc, generation, &m.row, f.cie.signal_frame);
+  return apply_row(mem, &m.row, f.cie.signal_frame, regs);
 }

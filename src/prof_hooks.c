@@ -11,6 +11,7 @@
 #include "options.h"
 #include "os.h"
 #include "pagemap.h"
+#include "prof_cache.h"
 #include "prof_dump.h"
 #include "stats.h"
 #include "tcache.h"
@@ -34,18 +35,36 @@ void prof_hooks_boot(void) {
   prof_sample_init(&c);
   atomic_store(&prof_active_now, opt_prof_active);
   if (opt_lg_prof_interval >= 0) atomic_store(&interval_next, (uint64_t)1 << opt_lg_prof_interval);
-  /* Every size's fast path lands in bins[0], which is always empty. */
-  memset(tcache_bin_offset_of_size, 0, sizeof(tcache_bin_offset_of_size));
+  /* malloc's fast path pops the prof bins (prof_cache.h); free's pushes the ordinary ones. */
+  for (size_t i = 0; i <= LOOKUP_MAX >> 4; i++)
+    tcache_bin_offset_of_size[i] += (uint16_t)offsetof(tcache_t, prof_bins);
+}
+
+bool prof_alloc_due_slow(size_t usize) {
+  prof_thread_t *t = &tls_thread.prof;
+  /* The crossing is decided on the exact count: the allowances not used come back,
+   * half at a time while that leaves room for this allocation (the bins keep their
+   * fast path), all of them before a sample. */
+  tcache_t *tc = tls_thread.tcache;
+  if (tc != &tcache_empty) {
+    for (int round = 0; round < 3 && (int64_t)usize >= t->bytes_until_sample && tc->prof_armed; round++)
+      t->bytes_until_sample += prof_cache_reclaim_half(tc);
+    if ((int64_t)usize >= t->bytes_until_sample) t->bytes_until_sample += prof_cache_reclaim(tc);
+  }
+  if (likely(!prof_sample_first_due(t, usize))) return false;
+  if (likely(atomic_load_explicit(&prof_active_now, memory_order_relaxed) && !t->busy)) return true;
+  prof_bytes_until_sample(t);
+  return false;
 }
 
 void prof_hooks_constructed(void) {
   if (opt_prof && opt_prof_leak && leak_fd < 0) leak_fd = os_dup_stderr();
 }
 
-extent_t *prof_block_new(size_t usize, size_t align, bool zero) {
+extent_t *prof_block_new(arena_t *a, size_t usize, size_t align, bool zero) {
   size_t request = (usize + PAGE_MASK) & ~(size_t)PAGE_MASK;
   if (request < usize) return NULL;
-  void *p = arena_malloc_large(current_arena(tcache_get()), request, align, zero);
+  void *p = arena_malloc_large(a != NULL ? a : current_arena(tcache_get()), request, align, zero);
   if (p == NULL) return NULL;
   extent_t *e = pm_extent(pagemap_get((uintptr_t)p));
   e->sampled = 1;

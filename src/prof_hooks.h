@@ -5,11 +5,10 @@
  * that prof:false takes is `opt_prof` on malloc's, calloc's and the aligned family's
  * slow paths, and `extent->sampled` on the free of a large block (a slow path too).
  *
- * How every allocation is seen: with prof:true, boot points every entry of malloc's
- * size -> bin table at bins[0] (which never caches), so malloc's fast path always falls
- * into its slow path, which pops the thread cache itself after counting the block's
- * usable size down the thread's byte countdown (prof_sample_first_due). free's fast
- * path is unchanged.
+ * How every allocation is seen: with prof:true, boot points malloc's size -> bin table
+ * at the prof bins (prof_cache.h), whose allowances never reach past the next sample
+ * point; every other allocation path counts its usable size down the thread's byte
+ * countdown (prof_alloc_due). free's fast path is unchanged.
  *
  * A sampled block gets a large extent of its own, marked `sampled` and mapped as an
  * uncached large block (CODE_LARGE), whatever its size: its free misses free's fast
@@ -34,20 +33,24 @@ void prof_hooks_constructed(void);
 
 extern _Atomic bool prof_active_now; /* prof.active */
 
-/* With prof:true, on every allocation of usize bytes: whether it is the sampled one.
- * Draws the next interval itself when sampling is inactive or the thread is inside
- * the profiler. */
+/* prof_alloc_due when the countdown less the outstanding allowances may be crossed. */
+bool prof_alloc_due_slow(size_t usize);
+/* With prof:true, on every allocation of usize bytes outside the prof bins' fast path:
+ * whether it is the sampled one. Draws the next interval itself when sampling is
+ * inactive or the thread is inside the profiler. */
 static inline bool prof_alloc_due(size_t usize) {
   prof_thread_t *t = &tls_thread.prof;
-  if (likely(!prof_sample_first_due(t, usize))) return false;
-  if (likely(atomic_load_explicit(&prof_active_now, memory_order_relaxed) && !t->busy)) return true;
-  prof_bytes_until_sample(t);
-  return false;
+  if (likely((int64_t)usize < t->bytes_until_sample)) { /* the allowances left aside */
+    t->bytes_until_sample -= (int64_t)usize;
+    return false;
+  }
+  return prof_alloc_due_slow(usize);
 }
 
 /* The sampled block's extent: a large extent of at least usize bytes (page rounded),
- * aligned to align (>= PAGE), zeroed if asked, marked sampled. NULL if impossible. */
-extent_t *prof_block_new(size_t usize, size_t align, bool zero);
+ * aligned to align (>= PAGE), zeroed if asked, marked sampled, from arena a (NULL: the
+ * thread's). NULL if impossible. */
+extent_t *prof_block_new(arena_t *a, size_t usize, size_t align, bool zero);
 /* After the block is counted and before any allocator lock: captures the stack (the
  * allocator's entry points left out) and records p as a sampled block of usize bytes;
  * then any dump the allocation triggers (lg_prof_interval, prof_gdump). p may be NULL

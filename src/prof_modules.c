@@ -110,6 +110,7 @@ static bool grow(unsigned need) {
 
 /* Runs with the loader's lock held (nested dl_iterate_phdr: the lock is recursive). */
 static void refresh(void) {
+  table.generation++;
   for (int attempt = 0; attempt < 4; attempt++) {
     if (table_capacity == 0 && !grow(64)) break;
     collect_ctx_t c = {table.modules, 0, table_capacity};

@@ -53,6 +53,7 @@ typedef struct prof_module {
 typedef struct prof_module_table {
   prof_module_t *modules; /* sorted by lo */
   unsigned count;
+  uint64_t generation; /* changes at each rebuild: what was learned of a PC may be stale */
 } prof_module_table_t;
 
 /* Runs fn(table, arg) with the loader's lock held and the table current. Returns false

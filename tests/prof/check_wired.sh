@@ -9,7 +9,7 @@
 set -eu
 bin=$1 dir=$2 src=$3
 rm -rf "$dir" && mkdir -p "$dir"
-TESSERA_CONF="prof:true,prof_leak:true,prof_final:true,prof_prefix:$dir/p" "$bin" "$dir" 2>"$dir/stderr.txt"
+TESSERA_CONF="prof:true,lg_prof_sample:17,prof_leak:true,prof_final:true,prof_prefix:$dir/p" "$bin" "$dir" 2>"$dir/stderr.txt"
 leak=$(ls "$dir"/p.*.leak.txt)
 ls "$dir"/p.*.summary.txt "$dir"/p.*.1.f.heap "$dir"/p.*.1.f.pb.gz >/dev/null
 python3 - "$leak" "$dir/stderr.txt" <<'PY'
