@@ -47,6 +47,10 @@ CASES = {
     # waited 11 ms in all. narenas:3 doubled CPU and wall time: the consumer's frees go
     # back to the producer's arena whatever the number of arenas.
     "suite_prodcons": ("suite-prodcons.json", "speed", [], None, "would not separate them"),
+    # workingset: one worker thread computes while the main thread waits in pthread_join;
+    # at load 9 the worker waited 0.2 s of the 0.33 s for a CPU. Counting only the main
+    # thread's wait (0.02 s) it looked idle, and background_thread cost 1.4% CPU time.
+    "suite_workingset": ("suite-workingset.json", None, [], None, None),
     # js (duktape): CPU-bound, but busy 47% of its wall time at load 14; background_thread
     # cost +11% wall and +3% CPU. Discounting the main thread's wait for a CPU, busy.
     "suite_js": ("suite-js.json", None, [], None, None),
@@ -216,6 +220,22 @@ def check_arenas_explicit_cap(tool, data):
     print("arenas_explicit_cap: ok")
 
 
+def check_workingset_main_thread_only(tool, data):
+    """The same document with the main thread's wait alone (what tune recorded before it
+    followed every thread): judged idle, background_thread advised. Shows what the
+    threads' wait changes."""
+    with open(os.path.join(data, "suite-workingset.json")) as fh:
+        doc = json.load(fh)
+    doc["run"]["run_delay_s"] = 0.02
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as tmp:
+        json.dump(doc, tmp)
+    res = run_advise(tool, tmp.name, "balanced")
+    os.unlink(tmp.name)
+    assert rules_of(res.stdout) == ["background"], res.stdout
+    assert "less the 0.02 s its threads waited for a CPU" in res.stdout, res.stdout
+    print("workingset_main_thread_only: ok")
+
+
 def main():
     tool, data, case = sys.argv[1:4]
     if case == "bad_input":
@@ -224,6 +244,8 @@ def main():
         check_exclusive_by_name(tool, data)
     elif case == "arenas_capped":
         check_arenas_capped(tool, data)
+    elif case == "workingset_main_thread_only":
+        check_workingset_main_thread_only(tool, data)
     elif case == "arenas_explicit_cap":
         check_arenas_explicit_cap(tool, data)
     elif case == "stderr_mixed":
