@@ -94,6 +94,7 @@ static void add_tcache(const tcache_t *tc, void *arg) {
     unsigned count = cache_bin_count(b);
     size_t bytes = (size_t)count * class_infos[c].size;
     s->tcache_blocks[c] += count;
+    if (b->capacity > s->tcache_capacity_max[c]) s->tcache_capacity_max[c] = b->capacity;
     s->tcache_bytes += bytes;
     if (as == NULL) continue;
     as->tcache_bytes += bytes;
@@ -230,6 +231,8 @@ void stats_refresh(stats_snapshot_t *s) {
   s->epoch++;
   memset(&s->merged, 0, sizeof(s->merged));
   memset(s->tcache_blocks, 0, sizeof(s->tcache_blocks));
+  memset(s->tcache_capacity_max, 0, sizeof(s->tcache_capacity_max));
+  s->ncpus = os_ncpus();
   s->ntcaches = 0;
   s->tcache_bytes = 0;
   s->narenas = 0;

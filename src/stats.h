@@ -61,6 +61,8 @@ typedef struct stats_snapshot {
   unsigned ntcaches;
   size_t tcache_bytes;
   uint64_t tcache_blocks[NCACHED_MAX]; /* blocks cached per class, over every thread */
+  unsigned tcache_capacity_max[NCACHED_MAX]; /* the largest bin of each class (blocks) a live cache has */
+  unsigned ncpus;         /* CPUs the process may run on, at the refresh */
   unsigned nthreads_peak; /* most threads bound at once (arenas.nthreads_peak) */
   thread_table_t threads; /* by thread name: exited threads, plus the live ones */
 } stats_snapshot_t;

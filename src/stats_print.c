@@ -161,6 +161,7 @@ static void j_tcaches(emitter_t *e, const stats_snapshot_t *s) {
     j_open(e, NULL, '{');
     j_u64(e, "size", class_infos[c].size);
     j_u64(e, "cached", s->tcache_blocks[c]);
+    j_u64(e, "capacity_max", s->tcache_capacity_max[c]);
     j_close(e, '}');
   }
   j_close(e, ']');
@@ -206,6 +207,7 @@ static void print_json(emitter_t *e, const stats_snapshot_t *s, const print_opts
   j_str(e, "version", TESSERA_VERSION_STRING);
   j_u64(e, "schema", STATS_JSON_SCHEMA);
   j_process(e);
+  j_u64(e, "ncpus", s->ncpus);
   if (o->general) j_options(e);
   j_totals(e, s);
   j_open(e, "arenas", '{');
@@ -300,9 +302,11 @@ static void t_general(emitter_t *e) {
 }
 
 static void t_tcaches(emitter_t *e, const stats_snapshot_t *s) {
-  emit(e, "thread caches: %u holding %zu bytes; blocks cached per class:", s->ntcaches, s->tcache_bytes);
+  emit(e, "thread caches: %u holding %zu bytes; size:blocks cached/largest bin per class:", s->ntcaches,
+       s->tcache_bytes);
   for (unsigned c = 0; c < NCACHED_MAX; c++)
-    if (s->tcache_blocks[c] != 0) emit(e, " %u:%llu", class_infos[c].size, (unsigned long long)s->tcache_blocks[c]);
+    if (s->tcache_blocks[c] != 0)
+      emit(e, " %u:%llu/%u", class_infos[c].size, (unsigned long long)s->tcache_blocks[c], s->tcache_capacity_max[c]);
   emit(e, "\n");
 }
 
@@ -321,8 +325,8 @@ static void print_text(emitter_t *e, const stats_snapshot_t *s, const print_opts
   emit(e, "___ tessera %s statistics ___\n", TESSERA_VERSION_STRING);
   if (o->general) t_general(e);
   emit(e, "pid %d, time %llu\n", os_getpid(), (unsigned long long)os_wall_ns() / 1000000000u);
-  emit(e, "arenas: %u (%u automatic), threads bound: %u (at most %u at once), free map: %s\n", s->narenas,
-       s->nautomatic, s->merged.nthreads, s->nthreads_peak, free_map_enabled() ? "on" : "off");
+  emit(e, "CPUs: %u, arenas: %u (%u automatic), threads bound: %u (at most %u at once), free map: %s\n",
+       s->ncpus, s->narenas, s->nautomatic, s->merged.nthreads, s->nthreads_peak, free_map_enabled() ? "on" : "off");
   emit(e, "allocated: %zu  active: %zu  metadata: %zu  resident: %zu  mapped: %zu  retained: %zu  dirty: %zu  muzzy: %zu\n",
        k->allocated, k->active, k->metadata, k->resident, k->mapped, k->retained, k->dirty, s->merged.pmuzzy * PAGE);
   if (o->locks) t_lock(e, "base lock:", &s->base_lock);

@@ -7,7 +7,7 @@
  * each class) is bigger than a cache bin grows by itself (2048 blocks, docs/design.md):
  * a smaller one stops reaching the arena after a few rounds.
  *
- *   contention [threads=8] [rounds=1500] [batch=6000]
+ *   contention [threads=8] [rounds=1500] [batch=6000] [size=64]
  * Run with TESSERA_CONF=narenas:1 to build the problem.
  */
 #define _GNU_SOURCE
@@ -17,6 +17,7 @@
 #include <string.h>
 
 static unsigned rounds = 1500, batch = 6000;
+static size_t size0 = 64;
 
 static void *worker(void *arg) {
   unsigned seed = (unsigned)(size_t)arg * 2654435761u + 1;
@@ -25,7 +26,7 @@ static void *worker(void *arg) {
   for (unsigned r = 0; r < rounds; r++) {
     for (unsigned i = 0; i < batch; i++) {
       seed = seed * 1103515245u + 12345u;
-      size_t size = 64u << ((seed >> 16) & 1); /* 64 or 128 B: two classes */
+      size_t size = size0 << ((seed >> 16) & 1); /* SIZE or twice SIZE: two classes */
       blocks[i] = malloc(size);
       if (blocks[i] == NULL) abort();
       *(volatile char *)blocks[i] = (char)i;
@@ -40,8 +41,9 @@ int main(int argc, char **argv) {
   unsigned threads = argc > 1 ? (unsigned)atoi(argv[1]) : 8;
   if (argc > 2) rounds = (unsigned)atoi(argv[2]);
   if (argc > 3) batch = (unsigned)atoi(argv[3]);
-  if (threads == 0 || threads > 256 || rounds == 0 || batch == 0) {
-    fprintf(stderr, "contention: usage: contention [threads 1-256] [rounds] [batch]\n");
+  if (argc > 4) size0 = (size_t)atoi(argv[4]);
+  if (threads == 0 || threads > 256 || rounds == 0 || batch == 0 || size0 == 0 || size0 > 4096) {
+    fprintf(stderr, "contention: usage: contention [threads 1-256] [rounds] [batch] [size 1-4096]\n");
     return 2;
   }
   pthread_t tid[256];

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Rule "pages purged and faulted back": a bursty program. Each burst allocates
- * BURST_MIB of 256 KiB blocks, writes them, frees them, then the program pauses for
+ * BURST_MIB of BLOCK_KIB blocks, writes them, frees them, then the program pauses for
  * PAUSE_MS (waiting for the next request). When the decay time is shorter than the
  * pause, the first allocation of the next burst releases the previous burst's pages to
- * the kernel and the burst faults them all back in.
+ * the kernel and the burst faults them all back in. (With 64 or 256 KiB blocks the
+ * current library does not reuse the previous burst's freed extents at all, whatever
+ * the decay time: the mapping grows by a burst each time; 1 MiB blocks are reused.)
  *
- *   decayburst [bursts=40] [burst_mib=64] [pause_ms=60]
+ *   decayburst [bursts=40] [burst_mib=64] [pause_ms=60] [block_kib=1024]
  * Run with TESSERA_CONF=dirty_decay_ms:20 to build the problem.
  */
 #define _GNU_SOURCE
@@ -15,17 +17,19 @@
 #include <string.h>
 #include <time.h>
 
-#define BLOCK (256u << 10)
 
 int main(int argc, char **argv) {
   unsigned bursts = argc > 1 ? (unsigned)atoi(argv[1]) : 40;
   unsigned burst_mib = argc > 2 ? (unsigned)atoi(argv[2]) : 64;
   unsigned pause_ms = argc > 3 ? (unsigned)atoi(argv[3]) : 60;
-  if (bursts == 0 || burst_mib == 0 || burst_mib > 4096 || pause_ms > 10000) {
-    fprintf(stderr, "decayburst: usage: decayburst [bursts] [burst_mib 1-4096] [pause_ms 0-10000]\n");
+  unsigned block_kib = argc > 4 ? (unsigned)atoi(argv[4]) : 1024;
+  if (bursts == 0 || burst_mib == 0 || burst_mib > 4096 || pause_ms > 10000 || block_kib == 0 ||
+      block_kib > burst_mib * 1024u) {
+    fprintf(stderr, "decayburst: usage: decayburst [bursts] [burst_mib 1-4096] [pause_ms 0-10000] [block_kib]\n");
     return 2;
   }
-  unsigned n = burst_mib * (1u << 20) / BLOCK;
+  const size_t BLOCK = (size_t)block_kib << 10;
+  unsigned n = (unsigned)(burst_mib * ((size_t)1 << 20) / BLOCK);
   char **blocks = malloc(sizeof(char *) * n);
   if (blocks == NULL) abort();
   struct timespec pause = {pause_ms / 1000, (long)(pause_ms % 1000) * 1000000L};

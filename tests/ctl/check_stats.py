@@ -57,6 +57,14 @@ def main():
         fail("stats.active %d vs merged pactive %d" % (doc["stats"]["active"], merged["pactive"]))
     if doc["tcaches"]["count"] < 1 or "base" not in doc["locks"]:
         fail("tcaches/locks sections")
+    import os
+    if doc["ncpus"] != len(os.sched_getaffinity(0)):
+        fail("ncpus %r, the affinity mask has %d" % (doc["ncpus"], len(os.sched_getaffinity(0))))
+    for c in doc["tcaches"]["classes"]:
+        if not c["cached"] <= c["capacity_max"] <= 2048:
+            fail("class %d: %d cached in bins of at most %d blocks" % (c["size"], c["cached"], c["capacity_max"]))
+    if max(c["capacity_max"] for c in doc["tcaches"]["classes"]) == 0:
+        fail("no thread-cache bin has a capacity")
     print("ctl.stats_json: allocated grew by %d for %d requested bytes (%d usable)"
           % (doc["stats"]["allocated"] - baseline, requested, usable))
 

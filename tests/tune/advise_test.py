@@ -18,7 +18,12 @@ import tempfile
 # case: (document, goal, expected rules in order, expected TESSERA_CONF or None, extra text)
 CASES = {
     "arenas": ("arenas.json", "speed", ["arenas"], "narenas:4", "not enough data"),
-    "bins": ("bins.json", "speed", ["bins"], "slab_sizes:1024-1024:1|1024-1024:10", None),
+    # bench/tune/hotclass.c: batches of 1500 blocks of 1000 B, beyond what a cache bin
+    # grows to, in 16-region slabs: 32 slabs per fill.
+    "bins": ("bins.json", "speed", ["bins"], "slab_sizes:1024-1024:16", "at the limit"),
+    "bins_memory": ("bins.json", "memory", [], None, "not applied for goal memory"),
+    # The arenas document of a library that prints ncpus: narenas:1 on 2 CPUs, 9 threads.
+    "arenas_cpus": ("arenas-cpus.json", "speed", ["arenas"], "narenas:2", "capped at one arena per CPU"),
     "decay": ("decay.json", "speed", ["decay"], "dirty_decay_ms:5000", "minor page faults"),
     "decay_no_run": ("decay.json", "balanced", ["decay"], "dirty_decay_ms:5000", "inferred from the turnover"),
     "tcache_max": ("tcache_max.json", "speed", ["tcache_max"], "tcache_max:24576", None),
@@ -33,10 +38,19 @@ CASES = {
     # lock acquisitions contended but 6 s waited in all (the holders preempted):
     # narenas:46 cost +13% CPU and +132% peak RSS. Now nothing.
     "suite_churn64": ("suite-churn-64.json", None, [], None, None),
-    # threads-1000: 0.3% contended; narenas:49 tripled peak RSS. Only the bins advice
-    # remains (it measured no worse).
-    "suite_threads1000": ("suite-threads-1000.json", "balanced", ["bins"],
-                          "slab_sizes:512-512:16,tcache_nslots_small_max:800", None),
+    # threads-1000: 0.3% contended; narenas:49 tripled peak RSS. The old bins rule's
+    # advice (slab_sizes:512-512:16,tcache_nslots_small_max:800) measured no better: its
+    # fills move 2 blocks each, nothing bigger slabs would save.
+    "suite_threads1000": ("suite-threads-1000.json", "balanced", [], None, None),
+    # prodcons: one thread allocates, another frees; 2.8% of the acquisitions waited, and
+    # 5,908 contended acquisitions at 10 us would be 67% of the 0.09 s of CPU, but they
+    # waited 11 ms in all. narenas:3 doubled CPU and wall time: the consumer's frees go
+    # back to the producer's arena whatever the number of arenas.
+    "suite_prodcons": ("suite-prodcons.json", "speed", [], None, "would not separate them"),
+    # workingset: one worker thread computes while the main thread waits in pthread_join;
+    # at load 9 the worker waited 0.2 s of the 0.33 s for a CPU. Counting only the main
+    # thread's wait (0.02 s) it looked idle, and background_thread cost 1.4% CPU time.
+    "suite_workingset": ("suite-workingset.json", None, [], None, None),
     # js (duktape): CPU-bound, but busy 47% of its wall time at load 14; background_thread
     # cost +11% wall and +3% CPU. Discounting the main thread's wait for a CPU, busy.
     "suite_js": ("suite-js.json", None, [], None, None),
@@ -175,6 +189,53 @@ def check_arenas_capped(tool, data):
     print("arenas_capped: ok")
 
 
+def check_arenas_explicit_cap(tool, data):
+    """narenas set explicitly (4) on 2 CPUs with 64 threads at once and 10% of the
+    acquisitions contended: the advice stops at 4 arenas per CPU (8), not at the peak."""
+    with open(os.path.join(data, "arenas-cpus.json")) as fh:
+        doc = json.load(fh)
+    t = doc["tessera"]
+    t["options"]["narenas"], t["arenas"]["narenas"], t["arenas"]["nthreads_peak"] = 4, 4, 64
+    assert t["ncpus"] == 2, t["ncpus"]
+    for b in t["arenas"]["merged"]["bins"]:
+        if "lock" in b:
+            b["lock"]["num_wait"] = b["lock"]["num_ops"] // 10
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as tmp:
+        json.dump(doc, tmp)
+    res = run_advise(tool, tmp.name, "speed")
+    assert res.returncode == 0, res.stderr
+    assert conf_of(res.stdout) == "narenas:8", res.stdout
+    assert "capped at 4 arenas per CPU (2 CPUs)" in res.stdout, res.stdout
+    # Below the CPU count, a little contention is enough, and the advice is one per CPU.
+    t["options"]["narenas"], t["arenas"]["narenas"], t["ncpus"] = 1, 1, 8
+    for b in t["arenas"]["merged"]["bins"]:
+        if "lock" in b:
+            b["lock"]["num_wait"] = b["lock"]["num_ops"] // 200
+    with open(tmp.name, "w") as fh:
+        json.dump(doc, fh)
+    res = run_advise(tool, tmp.name, "speed")
+    os.unlink(tmp.name)
+    assert conf_of(res.stdout) == "narenas:8", res.stdout
+    assert "threshold 0.2% with fewer arenas than CPUs" in res.stdout, res.stdout
+    print("arenas_explicit_cap: ok")
+
+
+def check_workingset_main_thread_only(tool, data):
+    """The same document with the main thread's wait alone (what tune recorded before it
+    followed every thread): judged idle, background_thread advised. Shows what the
+    threads' wait changes."""
+    with open(os.path.join(data, "suite-workingset.json")) as fh:
+        doc = json.load(fh)
+    doc["run"]["run_delay_s"] = 0.02
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as tmp:
+        json.dump(doc, tmp)
+    res = run_advise(tool, tmp.name, "balanced")
+    os.unlink(tmp.name)
+    assert rules_of(res.stdout) == ["background"], res.stdout
+    assert "less the 0.02 s its threads waited for a CPU" in res.stdout, res.stdout
+    print("workingset_main_thread_only: ok")
+
+
 def main():
     tool, data, case = sys.argv[1:4]
     if case == "bad_input":
@@ -183,6 +244,10 @@ def main():
         check_exclusive_by_name(tool, data)
     elif case == "arenas_capped":
         check_arenas_capped(tool, data)
+    elif case == "workingset_main_thread_only":
+        check_workingset_main_thread_only(tool, data)
+    elif case == "arenas_explicit_cap":
+        check_arenas_explicit_cap(tool, data)
     elif case == "stderr_mixed":
         check_stderr_mixed(tool, data)
     else:

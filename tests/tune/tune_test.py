@@ -2,12 +2,21 @@
 # SPDX-License-Identifier: MIT
 """tessera tune end to end (quick: 2 runs each).
 
-    tune_test.py TESSERA_TUNE LIBTESSERA LARGEHOT SCRATCH CASE
+    tune_test.py TESSERA_TUNE LIBTESSERA LARGEHOT TWO_PROBLEMS SCRATCH CASE
 end_to_end: largehot (a hot 24 KiB size) under tcache_max:16384: tune must advise
 tcache_max:24576, measure both configurations, print the table and a verdict, and write
 the report (report.md, chart.svg, stats.json with the run's data, runs.csv).
+per_finding: two_problems (the bins and tcache_max rules at once): tune must measure all
+the findings together and each alone in the same rounds, and say per finding whether it
+is kept (which it is depends on the machine: only the structure is asserted).
+selection: tune's choice among findings on made-up measurements (deterministic): a
+finding that beats the noise is kept, one that does not or that makes wall time worse is
+dropped, and findings kept alone but not together fall back to the best one.
 no_program / bad_lib: a clear one-line message and exit status 2.
 """
+import importlib.machinery
+import importlib.util
+import io
 import json
 import os
 import shutil
@@ -53,6 +62,93 @@ def end_to_end(tool, lib, prog, scratch):
     assert "## Conclusion" in md and "tcache_max:24576" in md, md
 
 
+def per_finding(tool, lib, prog, scratch):
+    report = os.path.join(scratch, "report-two")
+    shutil.rmtree(report, ignore_errors=True)
+    res = tune(tool, ["--runs", "2", "--goal", "speed", "--lib", lib, "--report", report, "--",
+                      prog, "300"], {"TESSERA_CONF": "tcache_max:16384"})
+    out = res.stdout
+    assert res.returncode == 0, "exit %d\n%s\n%s" % (res.returncode, out, res.stderr)
+    assert "1. [bins]" in out and "2. [tcache_max]" in out, out
+    assert "each finding alone" in out, out
+    assert "Finding 1 alone [bins]" in out and "Finding 2 alone [tcache_max]" in out, out
+    for line in ("1. [bins] slab_sizes:1024-1024:16: ", "2. [tcache_max] tcache_max:24576: "):
+        found = [l for l in out.splitlines() if l.startswith(line)]
+        assert len(found) == 1 and found[0][len(line):].startswith(("kept: ", "dropped: ")), out
+    with open(os.path.join(report, "runs.csv")) as fh:
+        labels = [row.split(",")[0] for row in fh.read().splitlines()[1:]]
+    for label in ("before", "after", "finding-1", "finding-2"):
+        assert labels.count(label) == 2, labels
+    kept = [l for l in out.splitlines() if l.startswith("TESSERA_CONF=")]
+    if "Keep the advice" in out:
+        assert len(kept) == 2 and kept[-1] != "TESSERA_CONF=", out
+    with open(os.path.join(report, "report.md")) as fh:
+        assert "Per finding" in fh.read()
+
+
+def load_tune(tool):
+    loader = importlib.machinery.SourceFileLoader("tessera_tune_under_test", tool)
+    spec = importlib.util.spec_from_loader("tessera_tune_under_test", loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def selection(tool):
+    mod = load_tune(tool)
+    advisor = mod.load_advisor()
+
+    def advice_of(*changes):
+        a = advisor.Advice("speed", {})
+        for i, c in enumerate(changes):
+            a.findings.append(advisor.Finding("rule%d" % i, "t", [], c, "e"))
+        return a
+
+    def runs(cpu, wall=1.0):
+        return [{"wall_s": wall + d, "cpu_s": cpu + d, "maxrss_mib": 10.0, "minflt": 0}
+                for d in (0.0, 0.001, 0.002, 0.003, 0.004)]
+
+    def check(changes, fake, want_conf, want_second=False):
+        """fake: label -> runs; "kept" answers the second pass."""
+        calls = []
+
+        def measure(argv, lib, confs, n, progress):
+            calls.append([label for label, _ in confs])
+            return {label: fake[label] for label, _ in confs}
+
+        mod.measure = measure
+        ev = mod.evaluate(advice_of(*changes), ["prog"], "lib", "", 5, "speed", io.StringIO(), None)
+        assert ev.final_conf == want_conf, (ev.final_conf, want_conf, calls)
+        assert (len(calls) == 2) == want_second, calls
+        return ev
+
+    a, b = {"a": "1"}, {"b": "2"}
+    # A single finding: before and after only.
+    check([a], {"before": runs(1.0), "after": runs(0.8)}, "a:1")
+    check([a], {"before": runs(1.0), "after": runs(1.0)}, "")
+    # Saves CPU but makes the program wait longer: dropped for speed.
+    check([a], {"before": runs(1.0), "after": runs(0.8, wall=1.5)}, "")
+    # Two findings, one helps and one does nothing: only the one that helps.
+    check([a, b], {"before": runs(1.0), "after": runs(0.8), "finding-1": runs(0.8),
+                   "finding-2": runs(1.0)}, "a:1")
+    # Both help, together too: both, no second pass.
+    check([a, b], {"before": runs(1.0), "after": runs(0.7), "finding-1": runs(0.8),
+                   "finding-2": runs(0.9)}, "a:1,b:2")
+    # Both help alone but not together: the better one alone.
+    check([a, b], {"before": runs(1.0), "after": runs(1.0), "finding-1": runs(0.9),
+                   "finding-2": runs(0.8)}, "b:2")
+    # Three findings, two help, the combination of those two is measured again.
+    c = {"c": "3"}
+    ev = check([a, b, c], {"before": runs(1.0), "after": runs(1.2), "finding-1": runs(0.9),
+                           "finding-2": runs(1.1), "finding-3": runs(0.9),
+                           "before-kept": runs(1.0), "kept": runs(0.8)}, "a:1,c:3", want_second=True)
+    lines = mod.finding_lines(ev, "speed")
+    assert lines[0].startswith("1. [rule0] a:1: kept") and lines[1].startswith("2. [rule1] b:2: dropped: CPU"), lines
+    # Nothing helps: nothing kept.
+    check([a, b], {"before": runs(1.0), "after": runs(1.0), "finding-1": runs(1.0),
+                   "finding-2": runs(1.1)}, "")
+
+
 def no_program(tool, lib):
     res = tune(tool, ["--lib", lib, "--", "/nonexistent/program"])
     lines = res.stderr.splitlines()
@@ -68,10 +164,14 @@ def bad_lib(tool, prog):
 
 
 def main():
-    tool, lib, prog, scratch, case = sys.argv[1:6]
+    tool, lib, prog, two, scratch, case = sys.argv[1:7]
     os.makedirs(scratch, exist_ok=True)
     if case == "end_to_end":
         end_to_end(tool, lib, prog, scratch)
+    elif case == "per_finding":
+        per_finding(tool, lib, two, scratch)
+    elif case == "selection":
+        selection(tool)
     elif case == "no_program":
         no_program(tool, lib)
     elif case == "bad_lib":
