@@ -4,9 +4,7 @@
  * BURST_MIB of BLOCK_KIB blocks, writes them, frees them, then the program pauses for
  * PAUSE_MS (waiting for the next request). When the decay time is shorter than the
  * pause, the first allocation of the next burst releases the previous burst's pages to
- * the kernel and the burst faults them all back in. (With 64 or 256 KiB blocks the
- * current library does not reuse the previous burst's freed extents at all, whatever
- * the decay time: the mapping grows by a burst each time; 1 MiB blocks are reused.)
+ * the kernel and the burst faults them all back in.
  *
  *   decayburst [bursts=40] [burst_mib=64] [pause_ms=60] [block_kib=1024]
  * Run with TESSERA_CONF=dirty_decay_ms:20 to build the problem.
