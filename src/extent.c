@@ -452,6 +452,12 @@ extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_sta
    * a second free of that block still finds a free extent there and reports the double
    * free, and a request as big as that block still finds its pages whole. */
   bool from_top = f != NULL && f->npages / DIRTY_MAX_FIT > search;
+  /* A slab is always cut from the top of a bigger free extent: the start of a large
+   * block freed there stays free as long as the extent lasts (a double free of it is
+   * caught even after hidden allocations, say a thread's start-up, took slabs from its
+   * pages), and slabs never grow in place, so nothing needs the room after them. Large
+   * blocks come from the bottom, with room to grow in place (realloc) above them. */
+  if (state == EXTENT_SLAB && f != NULL && f->npages > search) from_top = true;
   if (f == NULL) f = set_find(&a->muzzy, search);
   if (f == NULL && align_pages == 1) f = borrow_dirty(a, search);
   if (f == NULL) f = set_find(&a->retained, search);

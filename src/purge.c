@@ -16,27 +16,34 @@ _Atomic bool purge_background_active;
 /* Decay work done inside one malloc or free is bounded by time, so no call stalls long
  * (the background thread, or later calls, continue where it stopped). */
 #define DECAY_BUDGET_NS ((uint64_t)500 * 1000)
-/* Free pages kept beyond the recent peak of live pages: half that peak, at least 64 MiB.
- * Proportional, so that a heap cycling multi-MiB blocks keeps the free extents it is
- * about to reuse (a flat 64 MiB made a program cycling 20 blocks of 5-25 MiB release and
- * fault back 2.9 GiB in 1500 steps). */
-#define DIRTY_SLACK_MIN_PAGES ((size_t)16384)
+/* The slack's base: a quarter of the recent peak of active pages, between 4 and 64 MiB.
+ * Proportional, so that a small heap does not keep several times its size in free
+ * pages (a flat 64 MiB let a 10 MiB program keep 20 MiB of free pages it never reused). */
+#define DIRTY_SLACK_MAX_PAGES ((size_t)16384)
+#define DIRTY_SLACK_FLOOR_PAGES ((size_t)1024)
 
-/* The slack: 64 MiB, plus the released pages the program needed again lately (up to
+/* The slack: the base, plus the released pages the program needed again lately (up to
  * half the recent peak). A program that cycles big blocks through free and malloc gets
- * the room to keep them resident once releasing them has cost it page faults; one whose
- * freed pages stay unused keeps the 64 MiB. */
+ * the room to keep them resident once releasing them has cost it page faults (without
+ * it, a program cycling 20 blocks of 5-25 MiB released and faulted back 2.9 GiB in 1500
+ * steps); one whose freed pages stay unused keeps the base. */
 static size_t dirty_slack(const arena_t *a) {
   size_t extra = a->refault_slack < a->active_peak_pages / 2 ? a->refault_slack : a->active_peak_pages / 2;
-  return DIRTY_SLACK_MIN_PAGES + extra;
+  size_t base = a->active_peak_pages / 4;
+  if (base < DIRTY_SLACK_FLOOR_PAGES) base = DIRTY_SLACK_FLOOR_PAGES;
+  if (base > DIRTY_SLACK_MAX_PAGES) base = DIRTY_SLACK_MAX_PAGES;
+  return base + extra;
 }
 
 /*
- * Whatever the decay curve allows, active + dirty stays within the recent peak of active
- * pages plus a slack (dirty_slack): a program that frees faster than decay_ms (growing
- * buffers) cannot pile up free pages far beyond what it recently needed, while a block
- * freed and soon needed again (multi-MiB blocks cycled by the program) stays resident.
- * The peak follows active down linearly over the decay time. Returns the pages the dirty
+ * Whatever the decay curve allows, the dirty stage keeps at most half of what active
+ * pages fell from their recent peak, plus a slack (dirty_slack): a program that frees
+ * faster than decay_ms (growing buffers, threads that come and go) cannot pile up free
+ * pages far beyond what it recently needed, while a block freed and soon needed again
+ * (multi-MiB blocks cycled by the program) stays resident. Half, not all: free pages
+ * left behind by a phase are mostly in pieces the next phase cannot use whole (the
+ * realloc-doubling program kept 190 MiB with all, 142 MiB with half; glibc 129). The
+ * peak follows active down linearly over the decay time. Returns the pages the dirty
  * stage may keep under that cap.
  */
 static size_t dirty_cap(arena_t *a, ssize_t dirty_ms, uint64_t epoch_before) {
@@ -47,7 +54,7 @@ static size_t dirty_cap(arena_t *a, ssize_t dirty_ms, uint64_t epoch_before) {
     a->active_peak_pages -= epochs >= DECAY_NEPOCHS ? excess : (size_t)(excess * epochs / DECAY_NEPOCHS);
     a->refault_slack -= epochs >= DECAY_NEPOCHS ? a->refault_slack : (size_t)(a->refault_slack * epochs / DECAY_NEPOCHS);
   }
-  return a->active_peak_pages - a->active_pages + dirty_slack(a);
+  return (a->active_peak_pages - a->active_pages) / 2 + dirty_slack(a);
 }
 
 size_t purge_decay_locked(arena_t *a, uint64_t now, uint64_t deadline) {
