@@ -216,10 +216,7 @@ static void insert_free(arena_t *a, extent_t *e, unsigned state) {
   if (prev != NULL) {
     set_remove(set, prev);
     clear_bounds(prev);
-    /* e's first page, now inside prev, keeps pointing at the free extent that holds it:
-     * a second free of the block that started there is then told a double free (free.c)
-     * rather than an invalid pointer. No other lookup reads a free extent's inside. */
-    pagemap_set(e->addr, pm_make(prev, 0, 0));
+    pagemap_set(e->addr, 0);
     prev->npages += e->npages;
     record_delete(a, e);
     e = prev;
@@ -228,7 +225,6 @@ static void insert_free(arena_t *a, extent_t *e, unsigned state) {
   if (next != NULL) {
     set_remove(set, next);
     clear_bounds(next);
-    pagemap_set(next->addr, pm_make(e, 0, 0)); /* as above */
     pagemap_set(last_page(e), 0);
     e->npages += next->npages;
     record_delete(a, next);
@@ -568,6 +564,26 @@ bool extent_shrink_in_place(arena_t *a, extent_t *e, size_t npages, unsigned cod
   return true;
 }
 
+/* Pages one madvise call of a time-bounded pass hands back at most: a call on hundreds
+ * of MiB takes milliseconds, inside whichever malloc or free ran the pass. */
+#define MOVE_STEP_PAGES ((size_t)2048)
+
+/* Takes extent e (of state `from`, the oldest) out of its set, or only its top `pages`
+ * pages when it has more (the rest stays, as the oldest): what is taken, ready to move. */
+static extent_t *take_top(arena_t *a, extent_set_t *set, extent_t *e, size_t pages, unsigned from) {
+  set_remove(set, e);
+  clear_bounds(e);
+  extent_t *top = pages < e->npages ? record_new(a, false) : NULL;
+  if (top == NULL) return e; /* all of it (or no record to split with: all of it) */
+  e->npages -= pages;
+  top->addr = e->addr + e->npages * PAGE;
+  top->npages = pages;
+  insert_remainder(a, e, from);
+  extent_list_remove(&set->lru, e); /* still the oldest */
+  extent_list_prepend(&set->lru, e);
+  return top;
+}
+
 size_t extent_move_oldest(arena_t *a, unsigned from, unsigned to, size_t keep_pages, uint64_t deadline_ns) {
   lock_assert_held(&a->extent_lock);
   tessera_assert(from != to && (to == EXTENT_MUZZY || to == EXTENT_RETAINED));
@@ -576,9 +592,9 @@ size_t extent_move_oldest(arena_t *a, unsigned from, unsigned to, size_t keep_pa
   if (set->npages <= keep_pages) return 0;
   a->npurge++;
   while (set->npages > keep_pages) {
-    extent_t *e = set->lru.head;
-    set_remove(set, e);
-    clear_bounds(e);
+    size_t want = set->npages - keep_pages;
+    if (deadline_ns != 0 && want > MOVE_STEP_PAGES) want = MOVE_STEP_PAGES;
+    extent_t *e = take_top(a, set, set->lru.head, want, from);
     if (to == EXTENT_MUZZY) {
       os_lazy_free_pages((void *)e->addr, e->npages * PAGE);
       a->lazy_freed_pages += e->npages;

@@ -16,13 +16,21 @@
 
 #include "types.h"
 
-/* Appends e (the newest) to a list; removes e from it. */
+/* Appends e (the newest) to a list; removes e from it (below). */
 static inline void extent_list_append(extent_list_t *l, extent_t *e) {
   e->lru_next = NULL;
   e->lru_prev = l->tail;
   if (l->tail) l->tail->lru_next = e;
   else l->head = e;
   l->tail = e;
+}
+/* Puts e first (the oldest). */
+static inline void extent_list_prepend(extent_list_t *l, extent_t *e) {
+  e->lru_prev = NULL;
+  e->lru_next = l->head;
+  if (l->head) l->head->lru_prev = e;
+  else l->tail = e;
+  l->head = e;
 }
 static inline void extent_list_remove(extent_list_t *l, extent_t *e) {
   if (e->lru_prev) e->lru_prev->lru_next = e->lru_next;

@@ -44,13 +44,26 @@ static bool region_free_in_slab(const extent_t *slab, uintptr_t p) {
   return (word >> (idx % 64)) & 1;
 }
 
-/* Whether free extent ext covers page a (a racy read: records are never unmapped). */
-static bool extent_holds_freed_start(const extent_t *ext, uintptr_t a) {
-  unsigned state = __atomic_load_n(&ext->state, __ATOMIC_RELAXED);
-  uintptr_t start = __atomic_load_n(&ext->addr, __ATOMIC_RELAXED);
-  size_t npages = __atomic_load_n(&ext->npages, __ATOMIC_RELAXED);
-  bool free_state = state == EXTENT_DIRTY || state == EXTENT_MUZZY || state == EXTENT_RETAINED;
-  return free_state && a >= start && (a - start) / PAGE < npages;
+/*
+ * Whether address a lies in a free extent: the page map names an extent on its first
+ * and last pages only (and on every page of a slab), so this walks back page by page to
+ * the first entry that names an extent covering a (interior pages read as zero). For a
+ * diagnosis only (the program is about to be stopped): read without the extent lock
+ * (records are never unmapped), and bounded, after which a is taken as never handed out.
+ */
+#define FREED_LOOKBACK_PAGES 65536
+static bool address_in_free_extent(uintptr_t a) {
+  uintptr_t page = a & ~(uintptr_t)PAGE_MASK;
+  for (unsigned k = 0; k < FREED_LOOKBACK_PAGES && page >= PAGE; k++, page -= PAGE) {
+    const extent_t *x = pm_extent(pagemap_get(page));
+    if (x == NULL) continue;
+    unsigned state = __atomic_load_n(&x->state, __ATOMIC_RELAXED);
+    uintptr_t start = __atomic_load_n(&x->addr, __ATOMIC_RELAXED);
+    size_t npages = __atomic_load_n(&x->npages, __ATOMIC_RELAXED);
+    if (state == 0 || a < start || (a - start) / PAGE >= npages) continue; /* stale */
+    return state == EXTENT_DIRTY || state == EXTENT_MUZZY || state == EXTENT_RETAINED;
+  }
+  return false;
 }
 
 extent_t *free_lookup_block(const void *p, const char *func, unsigned *class_out, bool freeing) {
@@ -60,10 +73,9 @@ extent_t *free_lookup_block(const void *p, const char *func, unsigned *class_out
   extent_t *ext = pm_extent(e);
   unsigned code = pm_code(e);
   if (code == 0) {
-    /* The first page of a free extent, or a page inside one that names it (where a block
-     * started before it merged with its free neighbours: extent.c): most likely a large
-     * block freed before. Read without the extent lock: a diagnosis only. */
-    if (ext != NULL && (a & PAGE_MASK) == 0 && extent_holds_freed_start(ext, a)) fatal_pointer(func, freed, p);
+    /* Inside a free extent: most likely a block freed before (a large block, or one of a
+     * slab given back), its memory since merged with its free neighbours. */
+    if (address_in_free_extent(a)) fatal_pointer(func, freed, p);
     fatal_pointer(func, "invalid pointer", p);
   }
   if (code - 1 < NCACHED_MAX) {
