@@ -17,6 +17,7 @@
 #include "config.h"
 #include "free_map.h"
 #include "frontend.h"
+#include "hardened.h"
 #include "hardened_key.h"
 #include "init.h"
 #include "options.h"
@@ -83,6 +84,43 @@ static void *alloc_cached_class(tcache_t *tc, unsigned c) {
   return alloc_counted(p, class_infos[c].size);
 }
 
+/* hardened:true (hardened.h): the block a request of m bytes (hardened_request) aligned
+ * to align gets, its size (a large one's guard page included, which arena_malloc_large
+ * adds) and whether it is large. */
+static size_t hardened_block(size_t m, size_t align, bool *large) {
+  if (align <= PAGE && m <= LOOKUP_MAX) {
+    unsigned c = size_to_class(m);
+    *large = c >= NSMALL;
+    return *large ? large_usable_size(class_infos[c].size + PAGE) : class_infos[c].size;
+  }
+  *large = true;
+  return large_usable_size(large_request(m) + PAGE);
+}
+
+size_t alloc_hardened_block_size(size_t n, size_t align) {
+  size_t m = hardened_request(n, align);
+  bool large = false;
+  return m == 0 ? 0 : hardened_block(m, align, &large);
+}
+
+/* Every allocation of hardened mode: the block for n bytes and its trailer; a slab block
+ * is checked to be unused since its last free (it is zero: hardened.h). */
+void *alloc_hardened(size_t n, size_t align, bool zero, const char *func) {
+  size_t m = hardened_request(n, align);
+  if (m == 0) return NULL;
+  bool large = false;
+  size_t block = hardened_block(m, align, &large);
+  size_t region = hardened_region(block, large);
+  void *p;
+  if (align <= PAGE && m <= LOOKUP_MAX) p = alloc_cached_class(tcache_get(), size_to_class(m));
+  else p = alloc_large(large_request(m), align < PAGE ? PAGE : align, zero);
+  if (p == NULL) return NULL;
+  if (!large) hardened_check_unused(p, region, func);
+  else if (zero && m <= LOOKUP_MAX) memset(p, 0, region); /* a cached class: may be reused */
+  hardened_write_trailer(p, region, n);
+  return p;
+}
+
 static void *alloc_any(size_t size) {
   tcache_t *tc = tcache_get();
   if (size <= LOOKUP_MAX) return alloc_cached_class(tc, size_to_class(size));
@@ -96,6 +134,11 @@ NOINLINE PROF_API_ENTRY static void *malloc_slow(size_t size) {
     return NULL;
   }
   if (atomic_load_explicit(&boot_constructed, memory_order_relaxed)) background_start_if_wanted();
+  if (unlikely(opt_hardened)) {
+    void *q = alloc_hardened(size, QUANTUM, false, "malloc()");
+    if (unlikely(q == NULL)) errno = ENOMEM;
+    return q;
+  }
   if (unlikely(opt_prof)) {
     size_t usize = size <= LOOKUP_MAX ? class_infos[size_to_class(size)].size : large_usable_size(size);
     if (prof_alloc_due(usize)) {
@@ -138,7 +181,7 @@ TESSERA_EXPORT PROF_API_ENTRY void *calloc(size_t n, size_t size) {
   if (total > TCACHE_MAX_LIMIT) {
     /* Large: fresh pages from the OS read as zero already, so no memset for them. */
     if (!boot_ensure()) return NULL;
-    void *p = alloc_large(total, PAGE, true);
+    void *p = unlikely(opt_hardened) ? alloc_hardened(total, QUANTUM, true, "calloc()") : alloc_large(total, PAGE, true);
     if (p == NULL) errno = ENOMEM;
     return p;
   }

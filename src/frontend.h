@@ -18,6 +18,11 @@ void *alloc_counted(void *p, size_t usable);
 /* A large block of at least size bytes, aligned to align (a power of two >= PAGE),
  * zeroed if asked, from the calling thread's arena, counted. NULL if impossible. */
 void *alloc_large(size_t size, size_t align, bool zero);
+/* hardened:true: every allocation (hardened.h); func names the program's call in a
+ * misuse message. zero: a large block must be zeroed (a slab block always is). */
+void *alloc_hardened(size_t n, size_t align, bool zero, const char *func);
+/* The size of the block alloc_hardened(n, align) gives (0 if impossible). */
+size_t alloc_hardened_block_size(size_t n, size_t align);
 
 /* free.c */
 void tessera_free_internal(void *p);

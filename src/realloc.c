@@ -13,6 +13,7 @@
 #include "free_map.h"
 #include "frontend.h"
 #include "hardened_key.h"
+#include "options.h"
 #include "pagemap.h"
 #include "prof_hooks.h"
 #include "size_class.h"
@@ -38,6 +39,22 @@ static bool resize_large(extent_t *e, size_t old_usable, size_t new_usable) {
   return true;
 }
 
+/* hardened:true: always a new block (a fresh canary, the old block quarantined). */
+static void *realloc_moving(void *p, size_t size) {
+  unsigned c;
+  free_lookup_block(p, "realloc()", &c, true); /* a misuse is named realloc's */
+  size_t old_size = tessera_usable_size_internal(p, "realloc()");
+  if (unlikely(size > (size_t)PTRDIFF_MAX)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  void *q = tessera_malloc_internal(size);
+  if (q == NULL) return NULL; /* errno is ENOMEM; p is untouched */
+  memcpy(q, p, size < old_size ? size : old_size);
+  tessera_free_internal(p);
+  return q;
+}
+
 TESSERA_EXPORT PROF_API_ENTRY void *realloc(void *p, size_t size) {
   if (p == NULL) return tessera_malloc_internal(size);
   if (size == 0) { /* glibc's behaviour: free and return NULL */
@@ -46,6 +63,7 @@ TESSERA_EXPORT PROF_API_ENTRY void *realloc(void *p, size_t size) {
     tessera_free_internal(p);
     return NULL;
   }
+  if (unlikely(opt_hardened)) return realloc_moving(p, size);
   if (fits_cached_class(p, size)) return p;
   unsigned c;
   extent_t *e = free_lookup_block(p, "realloc()", &c, true);
@@ -84,6 +102,7 @@ static size_t large_target(size_t n) { return n > SMALL_MAX ? large_usable_size(
 size_t realloc_in_place(void *p, size_t size, size_t extra, bool zero) {
   unsigned c;
   extent_t *e = free_lookup_block(p, "xallocx()", &c, false);
+  if (unlikely(opt_hardened)) return tessera_usable_size_internal(p, "xallocx()"); /* never in place */
   if (c < NSMALL) return class_infos[c].size; /* a region cannot change size */
   size_t old_usable = e->npages * PAGE;
   if (e->sampled) return old_usable; /* the profiler's block of its own stays as it is */
