@@ -106,11 +106,14 @@ static void free_hardened(extent_t *e, unsigned c, void *p) {
   hardened_scrub(p, hardened_region(block, c >= NSMALL), c >= NSMALL);
   block_set_freed_key(p);
   void *out[HARDENED_EVICT_MAX + 1];
-  unsigned n = hardened_quarantine(p, block, out);
+  unsigned n = hardened_quarantine(p, block, c >= NSMALL ? PAGE : block, out);
   for (unsigned i = 0; i < n; i++) {
     pm_entry_t pe = pagemap_get((uintptr_t)out[i]);
-    unsigned code = pm_code(pe);
-    free_block_now(pm_extent(pe), code - 1 < NCACHED_MAX ? code - 1 : CODE_LARGE, out[i]);
+    unsigned code = pm_code(pe), oc = code - 1 < NCACHED_MAX ? code - 1 : CODE_LARGE;
+    extent_t *oe = pm_extent(pe);
+    block_clear_freed_key(out[i]);
+    hardened_unscrub(out[i], hardened_region(block_size_of(oe, oc), oc >= NSMALL), oc >= NSMALL);
+    free_block_now(oe, oc, out[i]);
   }
 }
 

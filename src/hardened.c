@@ -117,8 +117,19 @@ void hardened_check_unused(void *p, size_t size, const char *func) {
 }
 
 void hardened_scrub(void *p, size_t region, bool large) {
-  /* A large region is whole pages: giving them back zeroes them and frees the memory. */
+  /* A large region is whole pages: giving them back zeroes them and frees the memory;
+   * all but the first page (which holds the freed-block key) are then made inaccessible
+   * until the block leaves the quarantine (if the kernel refuses, they stay as they are). */
   if (!large || !os_release_pages(p, region)) memset(p, 0, region);
+  if (large && region > PAGE) os_protect((char *)p + PAGE, region - PAGE, false);
+}
+
+void hardened_unscrub(void *p, size_t region, bool large) {
+  if (!large) return;
+  /* The first page was left accessible: it must still be zero but for the key. */
+  hardened_check_unused(p, PAGE, "free()");
+  if (region > PAGE && !os_protect((char *)p + PAGE, region - PAGE, true))
+    fatal_pointer("free()", "cannot make a freed block accessible again at", p);
 }
 
 /* ---------------------------------------------------------------- guard pages */
@@ -137,15 +148,20 @@ void hardened_unguard(void *page) {
 
 typedef struct quarantine_entry {
   void *p;
-  size_t size;
+  size_t size, resident; /* its bytes, and how many of them stay resident while it waits */
 } quarantine_entry_t;
 
 typedef struct quarantine_shard {
   lock_t lock;
   quarantine_entry_t *ring; /* QUARANTINE_SLOTS entries, from base */
   unsigned head, count;     /* the oldest entry, and how many there are */
-  size_t bytes;
+  size_t resident, size;    /* sums over the entries */
 } quarantine_shard_t;
+
+/* A large block waits with its pages given back and all but its first page inaccessible:
+ * it holds address space, not memory. The quarantine holds opt_hardened_quarantine bytes
+ * of memory and this many times as much address space. */
+#define QUARANTINE_ADDRESS_FACTOR 64
 
 static quarantine_shard_t shards[QUARANTINE_SHARDS];
 enum { QUARANTINE_OFF, QUARANTINE_STARTING, QUARANTINE_READY };
@@ -179,26 +195,33 @@ static bool quarantine_ready(void) {
   return true;
 }
 
-unsigned hardened_quarantine(void *p, size_t size, void **out) {
+static bool quarantine_over(const quarantine_shard_t *q, size_t size, size_t resident, size_t limit) {
+  return q->count == QUARANTINE_SLOTS || q->resident + resident > limit ||
+         q->size + size > limit * QUARANTINE_ADDRESS_FACTOR;
+}
+
+unsigned hardened_quarantine(void *p, size_t size, size_t resident, void **out) {
   size_t limit = opt_hardened_quarantine / QUARANTINE_SHARDS;
-  if (size > limit || !quarantine_ready()) {
+  if (resident > limit || size > limit * QUARANTINE_ADDRESS_FACTOR || !quarantine_ready()) {
     out[0] = p;
     return 1;
   }
   quarantine_shard_t *q = &shards[(thread_marker() >> 12) % QUARANTINE_SHARDS];
   unsigned n = 0;
   lock_acquire(&q->lock);
-  while (n < HARDENED_EVICT_MAX && q->count > 0 && (q->count == QUARANTINE_SLOTS || q->bytes + size > limit)) {
+  while (n < HARDENED_EVICT_MAX && q->count > 0 && quarantine_over(q, size, resident, limit)) {
     quarantine_entry_t *e = &q->ring[q->head];
     out[n++] = e->p;
-    q->bytes -= e->size;
+    q->resident -= e->resident;
+    q->size -= e->size;
     q->head = (q->head + 1) % QUARANTINE_SLOTS;
     q->count--;
   }
   if (q->count < QUARANTINE_SLOTS) {
-    q->ring[(q->head + q->count) % QUARANTINE_SLOTS] = (quarantine_entry_t){p, size};
+    q->ring[(q->head + q->count) % QUARANTINE_SLOTS] = (quarantine_entry_t){p, size, resident};
     q->count++;
-    q->bytes += size;
+    q->resident += resident;
+    q->size += size;
   } else {
     out[n++] = p; /* cannot happen: an entry left above whenever the ring was full */
   }

@@ -59,18 +59,23 @@ size_t hardened_checked_size(const void *p, size_t region, const char *func);
  * freed (a word neither zero nor a freed-block key); clears the keys: the block is then
  * all zero. */
 void hardened_check_unused(void *p, size_t size, const char *func);
-/* Zeroes a freed block's region (a large block's pages are given back instead). */
+/* Zeroes a freed block's region (a large block's pages are given back instead, and all
+ * but its first page made inaccessible while it waits in the quarantine). */
 void hardened_scrub(void *p, size_t region, bool large);
+/* A block leaving the quarantine: a large one's first page is checked to be unused (a
+ * write after free aborts naming free) and the rest made accessible again. */
+void hardened_unscrub(void *p, size_t region, bool large);
 
 /* The guard page of a large block: made inaccessible when it is handed out, accessible
  * again before its extent is freed. hardened_guard returns false if the kernel refused. */
 bool hardened_guard(void *page);
 void hardened_unguard(void *page);
 
-/* Puts freed block p (of size bytes) in the quarantine; writes to out[] the blocks that
- * leave it (to be freed now, oldest first; p itself when it is too big to wait) and
- * returns how many (at most HARDENED_EVICT_MAX). */
+/* Puts freed block p (of size bytes, resident of them kept in memory while it waits) in
+ * the quarantine; writes to out[] the blocks that leave it (to be freed now, oldest
+ * first; p itself when it is too big to wait) and returns how many (at most
+ * HARDENED_EVICT_MAX + 1). */
 #define HARDENED_EVICT_MAX 16
-unsigned hardened_quarantine(void *p, size_t size, void **out);
+unsigned hardened_quarantine(void *p, size_t size, size_t resident, void **out);
 
 #endif

@@ -5,12 +5,15 @@
  * block's end is stopped by SIGSEGV at the first byte past the block's region, before
  * it reaches the memory after it (within a page and 5 bytes of the request's end) (the canary bytes catch shorter overflows at free,
  * misuse.hardened.overflow_*). The child writes byte by byte past a block of each size;
- * the parent asserts that it died by SIGSEGV within a page of the block's end.
+ * the parent asserts that it died by SIGSEGV within a page of the block's end. Then a
+ * write into a freed large block's second page: SIGSEGV too (its pages but the first are
+ * inaccessible while it waits in the quarantine).
  *
  * usage: guard_page
  */
 #include "tt.h"
 
+#include <stdbool.h>
 #include <sys/resource.h>
 
 static void *launder(void *p) {
@@ -49,6 +52,29 @@ static long overflow_distance(size_t size) {
   return last;
 }
 
+/* Forks a child that frees a block of size bytes and then writes into its second page;
+ * returns whether the child died by SIGSEGV (the freed block's pages but the first are
+ * inaccessible while it waits in the quarantine). */
+static bool write_after_free_stopped(size_t size) {
+  pid_t pid = fork();
+  TT_CHECK(pid >= 0);
+  if (pid == 0) {
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    alarm(20);
+    char *p = malloc(size);
+    if (p == NULL) _exit(3);
+    memset(p, 1, size);
+    volatile char *copy = launder(p);
+    free(p);
+    copy[4096 + 10] = 1;
+    _exit(0); /* not stopped */
+  }
+  int status;
+  TT_CHECK(waitpid(pid, &status, 0) == pid);
+  return WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV;
+}
+
 int main(void) {
   tt_require_tessera();
   const size_t sizes[] = {20000, 32768, 65536 - 5, 100000, (size_t)1 << 20, ((size_t)4 << 20) + 123};
@@ -59,6 +85,12 @@ int main(void) {
      * trailer; the progress is reported every 64 bytes. */
     TT_CHECKF(got < 4096 + 64, "a write past a block of %zu bytes went %ld bytes on", sizes[i], got);
     printf("misuse.hardened.guard_page: %zu B: SIGSEGV less than %ld bytes past the end\n", sizes[i], got + 64);
+  }
+  const size_t freed_sizes[] = {20000, 100000, (size_t)1 << 20, (size_t)16 << 20};
+  for (size_t i = 0; i < sizeof freed_sizes / sizeof freed_sizes[0]; i++) {
+    TT_CHECKF(write_after_free_stopped(freed_sizes[i]),
+              "a write into a freed block of %zu bytes was not stopped by SIGSEGV", freed_sizes[i]);
+    printf("misuse.hardened.guard_page: a write after free into a block of %zu B: SIGSEGV\n", freed_sizes[i]);
   }
   return 0;
 }

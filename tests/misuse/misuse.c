@@ -214,6 +214,17 @@ static void *written_after_free(void) {
   copy[0] = 'x';
   return copy;
 }
+/* A large block's first page written after free: caught when it leaves the quarantine
+ * (the rest of its pages are inaccessible meanwhile: tests/misuse/guard_page.c). */
+static void *written_after_free_large(void) {
+  char *p = malloc((size_t)1 << 20);
+  TT_CHECK(p != NULL);
+  memset(p, 1, (size_t)1 << 20);
+  char *copy = launder(p);
+  free(p);
+  copy[100] = 'x';
+  return copy;
+}
 static void misuse_reuse_64(void *p) {
   (void)p;
   for (int i = 0; i < 20000; i++) free(malloc(64)); /* through the quarantine */
@@ -266,6 +277,8 @@ static const misuse_case cases[] = {
      overflow_small_8, misuse_usable_size, NULL},
     {"write_after_free_small", "tessera: malloc(): write after free detected in block 0x", written_after_free,
      misuse_reuse_64, NULL},
+    {"write_after_free_large", "tessera: free(): write after free detected in block 0x",
+     written_after_free_large, misuse_reuse_64, NULL},
 };
 enum { NCASES = sizeof cases / sizeof cases[0] };
 
