@@ -23,6 +23,8 @@ void *alloc_large(size_t size, size_t align, bool zero);
 void *alloc_hardened(size_t n, size_t align, bool zero, const char *func);
 /* The size of the block alloc_hardened(n, align) gives (0 if impossible). */
 size_t alloc_hardened_block_size(size_t n, size_t align);
+/* hardened:true: the region (hardened.h) of block p of class c (from free_lookup_block). */
+size_t free_hardened_region(const extent_t *e, unsigned c);
 
 /* free.c */
 void tessera_free_internal(void *p);

@@ -12,6 +12,7 @@
 #include "arena.h"
 #include "free_map.h"
 #include "frontend.h"
+#include "hardened.h"
 #include "hardened_key.h"
 #include "options.h"
 #include "pagemap.h"
@@ -39,14 +40,21 @@ static bool resize_large(extent_t *e, size_t old_usable, size_t new_usable) {
   return true;
 }
 
-/* hardened:true: always a new block (a fresh canary, the old block quarantined). */
-static void *realloc_moving(void *p, size_t size) {
+/* hardened:true: the block stays where malloc(size) would give a block of its size (its
+ * trailer rewritten for the new size), else a new block (the old one quarantined). */
+static void *realloc_hardened(void *p, size_t size) {
   unsigned c;
-  free_lookup_block(p, "realloc()", &c, true); /* a misuse is named realloc's */
+  extent_t *e = free_lookup_block(p, "realloc()", &c, true); /* a misuse is named realloc's */
   size_t old_size = tessera_usable_size_internal(p, "realloc()");
   if (unlikely(size > (size_t)PTRDIFF_MAX)) {
     errno = ENOMEM;
     return NULL;
+  }
+  size_t region = free_hardened_region(e, c);
+  size_t block = c == CODE_LARGE ? e->npages * PAGE : class_infos[c].size;
+  if (alloc_hardened_block_size(size, QUANTUM) == block && size + HARDENED_EXTRA <= region) {
+    hardened_write_trailer(p, region, size);
+    return p;
   }
   void *q = tessera_malloc_internal(size);
   if (q == NULL) return NULL; /* errno is ENOMEM; p is untouched */
@@ -63,7 +71,7 @@ TESSERA_EXPORT PROF_API_ENTRY void *realloc(void *p, size_t size) {
     tessera_free_internal(p);
     return NULL;
   }
-  if (unlikely(opt_hardened)) return realloc_moving(p, size);
+  if (unlikely(opt_hardened)) return realloc_hardened(p, size);
   if (fits_cached_class(p, size)) return p;
   unsigned c;
   extent_t *e = free_lookup_block(p, "realloc()", &c, true);
