@@ -103,8 +103,8 @@ size_t alloc_hardened_block_size(size_t n, size_t align) {
   return m == 0 ? 0 : hardened_block(m, align, &large);
 }
 
-/* Every allocation of hardened mode: the block for n bytes and its trailer; a slab block
- * is checked to be unused since its last free (it is zero: hardened.h). */
+/* Every allocation of hardened mode: the block for n bytes and its trailer; a block up
+ * to 32 KiB is checked to be unused since its last free (it is zero: hardened.h). */
 void *alloc_hardened(size_t n, size_t align, bool zero, const char *func) {
   size_t m = hardened_request(n, align);
   if (m == 0) return NULL;
@@ -115,8 +115,9 @@ void *alloc_hardened(size_t n, size_t align, bool zero, const char *func) {
   if (align <= PAGE && m <= LOOKUP_MAX) p = alloc_cached_class(tcache_get(), size_to_class(m));
   else p = alloc_large(large_request(m), align < PAGE ? PAGE : align, zero);
   if (p == NULL) return NULL;
-  if (!large) hardened_check_unused(p, region, func);
-  else if (zero && m <= LOOKUP_MAX) memset(p, 0, region); /* a cached class: may be reused */
+  /* Up to 32 KiB, blocks are zeroed when freed, and must still be (larger ones are
+   * pages given back, or fresh: alloc_large zeroes them if asked). */
+  if (!large || m <= LOOKUP_MAX) hardened_check_unused(p, region, func);
   hardened_write_trailer(p, region, n);
   return p;
 }
