@@ -143,7 +143,7 @@ void hardened_unguard(void *page) {
 /* ---------------------------------------------------------------- the quarantine */
 
 /* Shards, each with its lock: threads spread over them by their address. */
-#define QUARANTINE_SHARDS 4
+#define QUARANTINE_SHARDS 4 /* the top 2 bits of a hash pick one */
 #define QUARANTINE_SLOTS 4096 /* blocks a shard holds at most */
 
 typedef struct quarantine_entry {
@@ -206,7 +206,8 @@ unsigned hardened_quarantine(void *p, size_t size, size_t resident, void **out) 
     out[0] = p;
     return 1;
   }
-  quarantine_shard_t *q = &shards[(thread_marker() >> 12) % QUARANTINE_SHARDS];
+  /* Threads' state lies at the same offset in pages far apart: mix the address. */
+  quarantine_shard_t *q = &shards[(thread_marker() * 0x9e3779b97f4a7c15ull) >> 62];
   unsigned n = 0;
   lock_acquire(&q->lock);
   while (n < HARDENED_EVICT_MAX && q->count > 0 && quarantine_over(q, size, resident, limit)) {
