@@ -85,22 +85,18 @@ static void *alloc_cached_class(tcache_t *tc, unsigned c) {
 }
 
 /* hardened:true (hardened.h): the block a request of m bytes (hardened_request) aligned
- * to align gets, its size (a large one's guard page included, which arena_malloc_large
- * adds) and whether it is large. */
-static size_t hardened_block(size_t m, size_t align, bool *large) {
-  if (align <= PAGE && m <= LOOKUP_MAX) {
-    unsigned c = size_to_class(m);
-    *large = c >= NSMALL;
-    return *large ? large_usable_size(class_infos[c].size + PAGE) : class_infos[c].size;
-  }
-  *large = true;
-  return large_usable_size(large_request(m) + PAGE);
+ * to align gets, its size (a guard page included, which arena_malloc_large adds) and
+ * whether it has a guard page. */
+static size_t hardened_block(size_t m, size_t align, bool *guarded) {
+  size_t block = align <= PAGE && m <= LOOKUP_MAX ? class_infos[size_to_class(m)].size : large_usable_size(large_request(m));
+  *guarded = hardened_has_guard(block);
+  return *guarded ? block + PAGE : block;
 }
 
 size_t alloc_hardened_block_size(size_t n, size_t align) {
   size_t m = hardened_request(n, align);
-  bool large = false;
-  return m == 0 ? 0 : hardened_block(m, align, &large);
+  bool guarded = false;
+  return m == 0 ? 0 : hardened_block(m, align, &guarded);
 }
 
 /* Every allocation of hardened mode: the block for n bytes and its trailer; a block up
@@ -108,16 +104,16 @@ size_t alloc_hardened_block_size(size_t n, size_t align) {
 void *alloc_hardened(size_t n, size_t align, bool zero, const char *func) {
   size_t m = hardened_request(n, align);
   if (m == 0) return NULL;
-  bool large = false;
-  size_t block = hardened_block(m, align, &large);
-  size_t region = hardened_region(block, large);
+  bool guarded = false;
+  size_t block = hardened_block(m, align, &guarded); /* sets guarded: a statement first */
+  size_t region = hardened_region(block, guarded);
   void *p;
   if (align <= PAGE && m <= LOOKUP_MAX) p = alloc_cached_class(tcache_get(), size_to_class(m));
   else p = alloc_large(large_request(m), align < PAGE ? PAGE : align, zero);
   if (p == NULL) return NULL;
   /* Up to 32 KiB, blocks are zeroed when freed, and must still be (larger ones are
    * pages given back, or fresh: alloc_large zeroes them if asked). */
-  if (!large || m <= LOOKUP_MAX) hardened_check_unused(p, region, func);
+  if (!guarded) hardened_check_unused(p, region, func);
   hardened_write_trailer(p, region, n);
   return p;
 }

@@ -249,15 +249,17 @@ static void arena_free_large_unguarded(arena_t *a, extent_t *e);
 void *arena_malloc_large(arena_t *a, size_t size, size_t align, bool zero) {
   tessera_assert(align >= PAGE && (align & (align - 1)) == 0);
   lock_assert_not_held(&a->extent_lock);
-  /* Hardened mode: one page more, the guard page after the block (hardened.h). */
-  size_t usable = large_usable_size(unlikely(opt_hardened) ? size + PAGE : size);
+  size_t usable = large_usable_size(size);
   if (usable == 0) return NULL;
+  /* Hardened mode: one page more above 32 KiB, the guard page after the block. */
+  bool guarded = hardened_has_guard(usable);
+  if (unlikely(guarded)) usable += PAGE;
   bool zeroed;
   extent_t *e = large_extent(a, usable, align, &zeroed);
   if (unlikely(e == NULL) && arena_handle_oom(usable)) e = large_extent(a, usable, align, &zeroed);
   if (e == NULL) return NULL;
   if (zero && !zeroed) memset((void *)e->addr, 0, usable);
-  if (unlikely(opt_hardened) && !hardened_guard((void *)(e->addr + usable - PAGE))) {
+  if (unlikely(guarded) && !hardened_guard((void *)(e->addr + usable - PAGE))) {
     arena_free_large_unguarded(a, e); /* the kernel refused (too many mappings): out of memory */
     return NULL;
   }
@@ -279,7 +281,7 @@ static void arena_free_large_unguarded(arena_t *a, extent_t *e) {
 }
 
 void arena_free_large(arena_t *a, extent_t *e) {
-  if (unlikely(opt_hardened)) hardened_unguard((void *)(e->addr + e->npages * PAGE - PAGE));
+  if (unlikely(hardened_has_guard(e->npages * PAGE - PAGE))) hardened_unguard((void *)(e->addr + e->npages * PAGE - PAGE));
   arena_free_large_unguarded(a, e);
 }
 

@@ -48,11 +48,11 @@ static bool region_free_in_slab(const extent_t *slab, uintptr_t p) {
 /* The bytes block p of class c (CODE_LARGE: of extent e) takes, a guard page included. */
 static size_t block_size_of(const extent_t *e, unsigned c) { return c == CODE_LARGE ? e->npages * PAGE : class_infos[c].size; }
 
-size_t free_hardened_region(const extent_t *e, unsigned c) { return hardened_region(block_size_of(e, c), c >= NSMALL); }
+size_t free_hardened_region(const extent_t *e, unsigned c) { return hardened_region(block_size_of(e, c), c == CODE_LARGE); }
 
 /* hardened:true: the size the program asked for; aborts when it wrote past it. */
 static size_t hardened_size(const void *p, const extent_t *e, unsigned c, const char *func) {
-  return hardened_checked_size(p, hardened_region(block_size_of(e, c), c >= NSMALL), func);
+  return hardened_checked_size(p, free_hardened_region(e, c), func);
 }
 
 extent_t *free_lookup_block(const void *p, const char *func, unsigned *class_out, bool freeing) {
@@ -107,7 +107,7 @@ static void free_hardened(extent_t *e, unsigned c, void *p) {
   size_t block = block_size_of(e, c);
   /* Blocks above the cached classes give their pages back while they wait; smaller
    * ones are zeroed (no system calls). */
-  hardened_scrub(p, hardened_region(block, c >= NSMALL), c == CODE_LARGE);
+  hardened_scrub(p, hardened_region(block, c == CODE_LARGE), c == CODE_LARGE);
   block_set_freed_key(p);
   void *out[HARDENED_EVICT_MAX + 1];
   unsigned n = hardened_quarantine(p, block, c == CODE_LARGE ? PAGE : block, out);
@@ -116,7 +116,7 @@ static void free_hardened(extent_t *e, unsigned c, void *p) {
     unsigned code = pm_code(pe), oc = code - 1 < NCACHED_MAX ? code - 1 : CODE_LARGE;
     extent_t *oe = pm_extent(pe);
     block_clear_freed_key(out[i]);
-    hardened_unscrub(out[i], hardened_region(block_size_of(oe, oc), oc >= NSMALL), oc == CODE_LARGE);
+    hardened_unscrub(out[i], free_hardened_region(oe, oc), oc == CODE_LARGE);
     free_block_now(oe, oc, out[i]);
   }
 }

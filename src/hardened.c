@@ -116,16 +116,16 @@ void hardened_check_unused(void *p, size_t size, const char *func) {
   }
 }
 
-void hardened_scrub(void *p, size_t region, bool large) {
-  /* A large region is whole pages: giving them back zeroes them and frees the memory;
+void hardened_scrub(void *p, size_t region, bool guarded) {
+  /* A guarded region is whole pages: giving them back zeroes them and frees the memory;
    * all but the first page (which holds the freed-block key) are then made inaccessible
    * until the block leaves the quarantine (if the kernel refuses, they stay as they are). */
-  if (!large || !os_release_pages(p, region)) memset(p, 0, region);
-  if (large && region > PAGE) os_protect((char *)p + PAGE, region - PAGE, false);
+  if (!guarded || !os_release_pages(p, region)) memset(p, 0, region);
+  if (guarded && region > PAGE) os_protect((char *)p + PAGE, region - PAGE, false);
 }
 
-void hardened_unscrub(void *p, size_t region, bool large) {
-  if (!large) return;
+void hardened_unscrub(void *p, size_t region, bool guarded) {
+  if (!guarded) return;
   /* The first page was left accessible: it must still be zero but for the key. */
   hardened_check_unused(p, PAGE, "free()");
   if (region > PAGE && !os_protect((char *)p + PAGE, region - PAGE, true))

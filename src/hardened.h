@@ -6,8 +6,8 @@
  * these helpers do the checking:
  *
  * - A block's layout. A request of n bytes is served from a block of at least
- *   n + HARDENED_EXTRA bytes. The block's "region" is all of it for a slab block, and
- *   all but its last page for a large one (that page is the guard page, PROT_NONE). The
+ *   n + HARDENED_EXTRA bytes. The block's "region" is all of it up to 32 KiB, and all
+ *   but its last page above (that page is the guard page, PROT_NONE). The
  *   region ends with a trailer, the slack length (region size - n) encoded with a
  *   secret; the bytes from n up to the trailer (at least one) are canary bytes, derived
  *   from the secret and the block's address. free checks both: a write past n (a 1-byte
@@ -25,6 +25,7 @@
 #ifndef TESSERA_HARDENED_H
 #define TESSERA_HARDENED_H
 
+#include "options.h"
 #include "types.h"
 
 /* The trailer: the slack length, 4 bytes, encoded. */
@@ -35,8 +36,13 @@
  * is left zero: the guard page stops a longer overflow). */
 #define HARDENED_CANARY_MAX 16
 
-/* The region of a block of block_size bytes (a large block's last page is its guard). */
-static inline size_t hardened_region(size_t block_size, bool large) { return large ? block_size - PAGE : block_size; }
+/* Whether a large block of usable bytes (its guard page not counted) gets a guard page:
+ * in hardened mode, above the cached classes (32 KiB). Smaller blocks are slab regions
+ * or extents whose overflows the canaries catch, without two system calls a block. */
+static inline bool hardened_has_guard(size_t usable) { return opt_hardened && usable > TCACHE_MAX_LIMIT; }
+
+/* The region of a block of block_size bytes (a guarded block's last page is its guard). */
+static inline size_t hardened_region(size_t block_size, bool guarded) { return guarded ? block_size - PAGE : block_size; }
 
 /* The request hardened mode makes for n bytes aligned to align (<= PAGE: rounded to a
  * multiple of it, whose class is aligned); 0 if impossible. */
@@ -59,12 +65,12 @@ size_t hardened_checked_size(const void *p, size_t region, const char *func);
  * freed (a word neither zero nor a freed-block key); clears the keys: the block is then
  * all zero. */
 void hardened_check_unused(void *p, size_t size, const char *func);
-/* Zeroes a freed block's region (a large block's pages are given back instead, and all
- * but its first page made inaccessible while it waits in the quarantine). */
-void hardened_scrub(void *p, size_t region, bool large);
-/* A block leaving the quarantine: a large one's first page is checked to be unused (a
+/* Zeroes a freed block's region (a guarded block's pages are given back instead, and
+ * all but its first page made inaccessible while it waits in the quarantine). */
+void hardened_scrub(void *p, size_t region, bool guarded);
+/* A block leaving the quarantine: a guarded one's first page is checked to be unused (a
  * write after free aborts naming free) and the rest made accessible again. */
-void hardened_unscrub(void *p, size_t region, bool large);
+void hardened_unscrub(void *p, size_t region, bool guarded);
 
 /* The guard page of a large block: made inaccessible when it is handed out, accessible
  * again before its extent is freed. hardened_guard returns false if the kernel refused. */
