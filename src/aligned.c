@@ -14,6 +14,7 @@
 #include "arena.h"
 #include "frontend.h"
 #include "init.h"
+#include "options.h"
 #include "prof_hooks.h"
 
 static bool power_of_two(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
@@ -24,12 +25,17 @@ PROF_API_ENTRY void *tessera_aligned_internal(size_t align, size_t size) {
     errno = ENOMEM;
     return NULL;
   }
+  if (!boot_ensure()) return NULL;
+  if (unlikely(opt_hardened)) {
+    void *q = alloc_hardened(size, align, false, "aligned_alloc()");
+    if (q == NULL) errno = ENOMEM;
+    return q;
+  }
   if (align <= PAGE) {
     size_t rounded = align_up(size, align);
     if (rounded == 0) rounded = align;
     if (rounded <= LOOKUP_MAX) return tessera_malloc_internal(rounded);
   }
-  if (!boot_ensure()) return NULL;
   void *p = alloc_large(large_request(size), align < PAGE ? PAGE : align, false);
   if (p == NULL) errno = ENOMEM;
   return p;
@@ -38,6 +44,7 @@ PROF_API_ENTRY void *tessera_aligned_internal(size_t align, size_t size) {
 size_t aligned_usable_size(size_t align, size_t size) {
   if (align <= QUANTUM) return free_usable_of_malloc(size);
   if (size > (size_t)PTRDIFF_MAX || align > ((size_t)1 << 62)) return 0;
+  if (unlikely(opt_hardened)) return alloc_hardened_block_size(size, align);
   if (align <= PAGE) {
     size_t rounded = align_up(size, align);
     if (rounded == 0) rounded = align;

@@ -17,6 +17,7 @@
 #include "config.h"
 #include "free_map.h"
 #include "frontend.h"
+#include "hardened.h"
 #include "hardened_key.h"
 #include "init.h"
 #include "options.h"
@@ -87,6 +88,40 @@ static void *alloc_cached_class(tcache_t *tc, unsigned c) {
   return alloc_counted(p, class_infos[c].size);
 }
 
+/* hardened:true (hardened.h): the block a request of m bytes (hardened_request) aligned
+ * to align gets, its size (a guard page included, which arena_malloc_large adds) and
+ * whether it has a guard page. */
+static size_t hardened_block(size_t m, size_t align, bool *guarded) {
+  size_t block = align <= PAGE && m <= LOOKUP_MAX ? class_infos[size_to_class(m)].size : large_usable_size(large_request(m));
+  *guarded = hardened_has_guard(block);
+  return *guarded ? block + PAGE : block;
+}
+
+size_t alloc_hardened_block_size(size_t n, size_t align) {
+  size_t m = hardened_request(n, align);
+  bool guarded = false;
+  return m == 0 ? 0 : hardened_block(m, align, &guarded);
+}
+
+/* Every allocation of hardened mode: the block for n bytes and its trailer; a block up
+ * to 32 KiB is checked to be unused since its last free (it is zero: hardened.h). */
+void *alloc_hardened(size_t n, size_t align, bool zero, const char *func) {
+  size_t m = hardened_request(n, align);
+  if (m == 0) return NULL;
+  bool guarded = false;
+  size_t block = hardened_block(m, align, &guarded); /* sets guarded: a statement first */
+  size_t region = hardened_region(block, guarded);
+  void *p;
+  if (align <= PAGE && m <= LOOKUP_MAX) p = alloc_cached_class(tcache_get(), size_to_class(m));
+  else p = alloc_large(large_request(m), align < PAGE ? PAGE : align, zero);
+  if (p == NULL) return NULL;
+  /* Up to 32 KiB, blocks are zeroed when freed, and must still be (larger ones are
+   * pages given back, or fresh: alloc_large zeroes them if asked). */
+  if (!guarded) hardened_check_unused(p, region, func);
+  hardened_write_trailer(p, region, n);
+  return p;
+}
+
 static void *alloc_any(size_t size) {
   tcache_t *tc = tcache_get();
   if (size <= LOOKUP_MAX) return alloc_cached_class(tc, size_to_class(size));
@@ -116,6 +151,11 @@ NOINLINE PROF_API_ENTRY static void *malloc_slow(size_t size) {
     return NULL;
   }
   if (atomic_load_explicit(&boot_constructed, memory_order_relaxed)) background_start_if_wanted();
+  if (unlikely(opt_hardened)) {
+    void *q = alloc_hardened(size, QUANTUM, false, "malloc()");
+    if (unlikely(q == NULL)) errno = ENOMEM;
+    return q;
+  }
   if (unlikely(opt_prof)) {
     void *q = malloc_profiled(size);
     if (unlikely(q == NULL)) errno = ENOMEM;
@@ -155,7 +195,7 @@ TESSERA_EXPORT PROF_API_ENTRY void *calloc(size_t n, size_t size) {
   if (total > TCACHE_MAX_LIMIT) {
     /* Large: fresh pages from the OS read as zero already, so no memset for them. */
     if (!boot_ensure()) return NULL;
-    void *p = alloc_large(total, PAGE, true);
+    void *p = unlikely(opt_hardened) ? alloc_hardened(total, QUANTUM, true, "calloc()") : alloc_large(total, PAGE, true);
     if (p == NULL) errno = ENOMEM;
     return p;
   }

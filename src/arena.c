@@ -11,6 +11,7 @@
 #include "decay.h"
 #include "extent.h"
 #include "free_map.h"
+#include "hardened.h"
 #include "lock.h"
 #include "oom.h"
 #include "options.h"
@@ -247,20 +248,29 @@ static extent_t *large_extent(arena_t *a, size_t usable, size_t align, bool *zer
   return e;
 }
 
+static void arena_free_large_unguarded(arena_t *a, extent_t *e);
+
 void *arena_malloc_large(arena_t *a, size_t size, size_t align, bool zero) {
   tessera_assert(align >= PAGE && (align & (align - 1)) == 0);
   lock_assert_not_held(&a->extent_lock);
   size_t usable = large_usable_size(size);
   if (usable == 0) return NULL;
+  /* Hardened mode: one page more above 32 KiB, the guard page after the block. */
+  bool guarded = hardened_has_guard(usable);
+  if (unlikely(guarded)) usable += PAGE;
   bool zeroed;
   extent_t *e = large_extent(a, usable, align, &zeroed);
   if (unlikely(e == NULL) && arena_handle_oom(usable)) e = large_extent(a, usable, align, &zeroed);
   if (e == NULL) return NULL;
   if (zero && !zeroed) memset((void *)e->addr, 0, usable);
+  if (unlikely(guarded) && !hardened_guard((void *)(e->addr + usable - PAGE))) {
+    arena_free_large_unguarded(a, e); /* the kernel refused (too many mappings): out of memory */
+    return NULL;
+  }
   return (void *)e->addr;
 }
 
-void arena_free_large(arena_t *a, extent_t *e) {
+static void arena_free_large_unguarded(arena_t *a, extent_t *e) {
   tessera_assert(e->arena == a && e->state == EXTENT_LARGE);
   lock_acquire(&a->extent_lock);
   tessera_assert(a->large_allocated >= e->npages * PAGE);
@@ -274,7 +284,13 @@ void arena_free_large(arena_t *a, extent_t *e) {
   lock_release(&a->extent_lock);
 }
 
+void arena_free_large(arena_t *a, extent_t *e) {
+  if (unlikely(hardened_has_guard(e->npages * PAGE - PAGE))) hardened_unguard((void *)(e->addr + e->npages * PAGE - PAGE));
+  arena_free_large_unguarded(a, e);
+}
+
 bool arena_resize_large_in_place(arena_t *a, extent_t *e, size_t new_usable) {
+  if (unlikely(opt_hardened)) return false; /* the guard page stays where it is */
   tessera_assert(e->arena == a && e->state == EXTENT_LARGE && new_usable % PAGE == 0);
   size_t old_pages = e->npages, new_pages = new_usable / PAGE;
   if (new_pages == old_pages) return true;

@@ -5,7 +5,9 @@
 #include "config.h"
 #include "extent.h"
 #include "fatal.h"
+#include "hardened.h"
 #include "lock.h"
+#include "options.h"
 #include "pagemap.h"
 #include "pairing_heap.h"
 #include "purge.h"
@@ -86,7 +88,10 @@ static unsigned take_regions(arena_t *a, unsigned c, void **out, unsigned n, uns
     }
     unsigned take = n - got < slab->nfree ? n - got : slab->nfree;
     uint32_t idx[SLAB_MAX_REGIONS];
-    bitmap_take_lowest(slab->bitmap, &slab->first_word, idx, take); /* lowest addresses first */
+    if (unlikely(opt_hardened) && take == 1) /* hardened mode: from a random place on */
+      idx[0] = bitmap_take_from(slab->bitmap, slab->nregs, (unsigned)(hardened_random() % slab->nregs));
+    else
+      bitmap_take_lowest(slab->bitmap, &slab->first_word, idx, take); /* lowest addresses first */
     slab->nfree -= take;
     check_slab(slab);
     for (unsigned i = 0; i < take; i++) out[got++] = (void *)(slab->addr + (size_t)idx[i] * size);

@@ -45,4 +45,18 @@ static inline void bitmap_take_lowest(uint64_t *words, uint32_t *hint, uint32_t 
   }
 }
 
+/* Clears the first set bit at or after bit `from` (wrapping around to bit 0) and returns
+ * its index; some bit must be set. */
+static inline uint32_t bitmap_take_from(uint64_t *words, unsigned nbits, unsigned from) {
+  unsigned nwords = bitmap_nwords(nbits), w = from / 64;
+  uint64_t bits = words[w] & (~(uint64_t)0 << (from % 64));
+  while (bits == 0) {
+    w = w + 1 == nwords ? 0 : w + 1;
+    bits = words[w];
+  }
+  uint32_t bit = (uint32_t)__builtin_ctzll(bits);
+  words[w] &= ~((uint64_t)1 << bit);
+  return w * 64 + bit;
+}
+
 #endif

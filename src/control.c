@@ -55,7 +55,7 @@ size_t control_alloc_usable(size_t size, size_t align) {
 
 PROF_API_ENTRY void *control_alloc(int arena_index, size_t size, size_t align, bool zero, bool use_tcache) {
   if (!boot_ensure()) return NULL;
-  if (arena_index < 0 && use_tcache) {
+  if ((arena_index < 0 && use_tcache) || opt_hardened) { /* hardened: its one path */
     void *p = align > QUANTUM ? tessera_aligned_internal(align, size) : tessera_malloc_internal(size);
     if (p != NULL && zero) memset(p, 0, tessera_usable_size_internal(p, "mallocx()"));
     return p;

@@ -24,6 +24,7 @@
 #include "fatal.h"
 #include "free_map.h"
 #include "frontend.h"
+#include "hardened.h"
 #include "hardened_key.h"
 #include "init.h"
 #include "options.h"
@@ -66,6 +67,16 @@ static bool address_in_free_extent(uintptr_t a) {
   return false;
 }
 
+/* The bytes block p of class c (CODE_LARGE: of extent e) takes, a guard page included. */
+static size_t block_size_of(const extent_t *e, unsigned c) { return c == CODE_LARGE ? e->npages * PAGE : class_infos[c].size; }
+
+size_t free_hardened_region(const extent_t *e, unsigned c) { return hardened_region(block_size_of(e, c), c == CODE_LARGE); }
+
+/* hardened:true: the size the program asked for; aborts when it wrote past it. */
+static size_t hardened_size(const void *p, const extent_t *e, unsigned c, const char *func) {
+  return hardened_checked_size(p, free_hardened_region(e, c), func);
+}
+
 extent_t *free_lookup_block(const void *p, const char *func, unsigned *class_out, bool freeing) {
   uintptr_t a = (uintptr_t)p;
   const char *freed = freeing ? "double free" : "use after free";
@@ -85,15 +96,20 @@ extent_t *free_lookup_block(const void *p, const char *func, unsigned *class_out
     /* Free in its slab without the key: never handed out (or the key was overwritten
      * after a free, or its page purged: a use after free either way). */
     if (c < NSMALL && region_free_in_slab(ext, a)) fatal_pointer(func, "invalid pointer", p);
+    if (unlikely(opt_hardened)) hardened_size(p, ext, c, func);
     *class_out = c;
     return ext;
   }
   if (ext->state != EXTENT_LARGE || ext->addr != a) fatal_pointer(func, "invalid pointer", p);
+  if (unlikely(opt_hardened)) {
+    if (block_has_freed_key(p)) fatal_pointer(func, freed, p); /* in the quarantine */
+    hardened_size(p, ext, CODE_LARGE, func);
+  }
   *class_out = CODE_LARGE;
   return ext;
 }
 
-void free_to_arena(extent_t *e, unsigned c, void *p) {
+static void free_block_now(extent_t *e, unsigned c, void *p) {
   tessera_assert(c < NSMALL ? e->state == EXTENT_SLAB : (e->state == EXTENT_LARGE && e->addr == (uintptr_t)p));
   if (unlikely(opt_junk)) memset(p, JUNK_FREE, c < NSMALL ? class_infos[c].size : e->npages * PAGE);
   if (c < NCACHED_MAX) block_set_freed_key(p); /* a later free of p is a double free */
@@ -106,6 +122,31 @@ void free_to_arena(extent_t *e, unsigned c, void *p) {
     if (unlikely(e->sampled)) prof_block_free(p);
     arena_free_large(e->arena, e);
   }
+}
+
+/* hardened:true: block p is zeroed and waits in the quarantine, keyed (freeing it again
+ * is a double free); the blocks that leave the quarantine are freed. */
+static void free_hardened(extent_t *e, unsigned c, void *p) {
+  size_t block = block_size_of(e, c);
+  /* Blocks above the cached classes give their pages back while they wait; smaller
+   * ones are zeroed (no system calls). */
+  hardened_scrub(p, hardened_region(block, c == CODE_LARGE), c == CODE_LARGE);
+  block_set_freed_key(p);
+  void *out[HARDENED_EVICT_MAX + 1];
+  unsigned n = hardened_quarantine(p, block, c == CODE_LARGE ? PAGE : block, out);
+  for (unsigned i = 0; i < n; i++) {
+    pm_entry_t pe = pagemap_get((uintptr_t)out[i]);
+    unsigned code = pm_code(pe), oc = code - 1 < NCACHED_MAX ? code - 1 : CODE_LARGE;
+    extent_t *oe = pm_extent(pe);
+    block_clear_freed_key(out[i]);
+    hardened_unscrub(out[i], free_hardened_region(oe, oc), oc == CODE_LARGE);
+    free_block_now(oe, oc, out[i]);
+  }
+}
+
+void free_to_arena(extent_t *e, unsigned c, void *p) {
+  if (unlikely(opt_hardened)) free_hardened(e, c, p);
+  else free_block_now(e, c, p);
 }
 
 /* Frees block p of class c, found and checked by free_lookup_block: into the calling
@@ -166,10 +207,12 @@ size_t tessera_usable_size_internal(const void *p, const char *func) {
   if (p == NULL) return 0;
   unsigned c;
   extent_t *e = free_lookup_block(p, func, &c, false);
-  return c == CODE_LARGE ? e->npages * PAGE : class_infos[c].size;
+  if (unlikely(opt_hardened)) return hardened_size(p, e, c, func);
+  return block_size_of(e, c);
 }
 
 size_t free_usable_of_malloc(size_t size) {
+  if (unlikely(opt_hardened)) return alloc_hardened_block_size(size, QUANTUM);
   return size <= LOOKUP_MAX ? class_infos[size_to_class(size)].size : large_usable_size(size);
 }
 
@@ -194,7 +237,7 @@ void tessera_free_checked_size(void *p, size_t usable, size_t usable_alt, bool u
   extent_t *e = free_lookup_block(p, func, &c, true);
   /* The size must be one of the block's size class (hardened_malloc's rule): a
    * different class means the program frees another object than it thinks. */
-  size_t actual = c == CODE_LARGE ? e->npages * PAGE : class_infos[c].size;
+  size_t actual = block_size_of(e, c);
   /* A sampled block has an extent of its own, larger than its class (prof_hooks.h). */
   if (unlikely(actual != usable && actual != usable_alt && !e->sampled)) fatal_pointer(func, "size of another size class", p);
   if (use_tcache) free_checked(p, e, c);

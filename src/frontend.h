@@ -21,6 +21,13 @@ void *alloc_large(size_t size, size_t align, bool zero);
 /* prof:true, the allocation prof_alloc_due chose: a sampled block of usize bytes from
  * arena a (NULL: the thread's), recorded with its stack. */
 void *alloc_sampled_in(arena_t *a, size_t usize, size_t align, bool zero);
+/* hardened:true: every allocation (hardened.h); func names the program's call in a
+ * misuse message. zero: a large block must be zeroed (a slab block always is). */
+void *alloc_hardened(size_t n, size_t align, bool zero, const char *func);
+/* The size of the block alloc_hardened(n, align) gives (0 if impossible). */
+size_t alloc_hardened_block_size(size_t n, size_t align);
+/* hardened:true: the region (hardened.h) of block p of class c (from free_lookup_block). */
+size_t free_hardened_region(const extent_t *e, unsigned c);
 
 /* free.c */
 void tessera_free_internal(void *p);

@@ -34,6 +34,8 @@ size_t opt_limit = 0;
 unsigned opt_thp = THP_DEFAULT;
 bool opt_junk = false;
 bool opt_zero = false;
+bool opt_hardened = false;
+size_t opt_hardened_quarantine = (size_t)4 << 20;
 bool opt_stats_print = false;
 char opt_stats_print_opts[16] = "";
 char opt_stats_prefix[256] = "";
@@ -111,6 +113,13 @@ const option_def_t option_table[] = {
     BOOL_OPTION("junk", opt_junk,
                 "Fill new blocks with 0xa5 and freed blocks with 0x5a (debugging; bypasses the thread cache)."),
     BOOL_OPTION("zero", opt_zero, "Zero every new block (debugging; bypasses the thread cache)."),
+    BOOL_OPTION("hardened", opt_hardened,
+                "Hardened mode (docs/hardening.md): canaries after blocks checked at free, guard pages "
+                "after large blocks, freed blocks zeroed and checked when reused, a quarantine, random "
+                "slots; bypasses the thread cache."),
+    NUM_OPTION("hardened_quarantine", OPTION_SIZE, opt_hardened_quarantine, 0, (1ull << 40),
+               "With hardened:true, bytes of freed blocks held back from reuse (first in, first out); "
+               "0: none."),
     BOOL_OPTION("stats_print", opt_stats_print, "Print statistics to stderr at exit."),
     STRING_OPTION("stats_print_opts", opt_stats_print_opts,
                   "Letters for the exit statistics: J for JSON; leave out g general, m merged arenas, "
@@ -529,6 +538,15 @@ static void check_consistency(void) {
   }
   if (opt_junk && opt_zero) {
     contradiction("junk:true", "zero:true", "new blocks cannot be both; new blocks are zeroed, freed ones junk-filled");
+  }
+  if (opt_hardened && (opt_junk || opt_zero)) {
+    contradiction("hardened:true", opt_junk ? "junk:true" : "zero:true",
+                  "hardened mode zeroes freed blocks and checks them; junk and zero are off");
+    opt_junk = opt_zero = false;
+  }
+  if (opt_hardened && opt_prof) {
+    contradiction("hardened:true", "prof:true", "the profiler's sampled blocks have no canaries; prof is off");
+    opt_prof = false;
   }
 }
 

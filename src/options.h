@@ -44,6 +44,8 @@ extern size_t opt_limit;   /* soft limit on mapped bytes, 0 = none (oom.c) */
 extern unsigned opt_thp; /* thp_mode_t */
 extern bool opt_junk;
 extern bool opt_zero;
+extern bool opt_hardened;               /* hardened mode (hardened.h) */
+extern size_t opt_hardened_quarantine; /* bytes held back from reuse in hardened mode */
 extern bool opt_stats_print;
 extern char opt_stats_print_opts[16];
 /* stats_print's output file: "<prefix>.<pid>.json" (or .txt); empty: stderr. */

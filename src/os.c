@@ -54,6 +54,20 @@ bool os_release_pages(void *addr, size_t size) {
   return ok;
 }
 
+bool os_protect(void *addr, size_t size, bool accessible) {
+  int saved = errno;
+  bool ok = mprotect(addr, size, accessible ? PROT_READ | PROT_WRITE : PROT_NONE) == 0;
+  errno = saved;
+  return ok;
+}
+
+bool os_random_bytes(void *buf, size_t n) {
+  int saved = errno;
+  long got = syscall(SYS_getrandom, buf, n, 0);
+  errno = saved;
+  return got == (long)n;
+}
+
 bool os_lazy_free_pages(void *addr, size_t size) {
   int saved = errno;
   bool ok = madvise(addr, size, MADV_FREE) == 0 || madvise(addr, size, MADV_DONTNEED) == 0;

@@ -27,6 +27,11 @@ bool os_release_pages(void *addr, size_t size);
  * until then they stay resident and may keep their contents. Falls back to
  * os_release_pages where MADV_FREE is unsupported. Returns false if both fail. */
 bool os_lazy_free_pages(void *addr, size_t size);
+/* Makes a range (page aligned) inaccessible (PROT_NONE), or readable and writable
+ * again. Returns false if the kernel refused (too many mappings). */
+bool os_protect(void *addr, size_t size, bool accessible);
+/* Fills buf with n random bytes from the kernel (getrandom); false if it refused. */
+bool os_random_bytes(void *buf, size_t n);
 /* Transparent huge pages for a range: mode 1 asks for them (MADV_HUGEPAGE), mode 2
  * forbids them (MADV_NOHUGEPAGE), 0 leaves the system default. */
 void os_set_huge_pages(void *addr, size_t size, int mode);

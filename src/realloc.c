@@ -12,7 +12,9 @@
 #include "arena.h"
 #include "free_map.h"
 #include "frontend.h"
+#include "hardened.h"
 #include "hardened_key.h"
+#include "options.h"
 #include "pagemap.h"
 #include "prof_hooks.h"
 #include "size_class.h"
@@ -38,6 +40,29 @@ static bool resize_large(extent_t *e, size_t old_usable, size_t new_usable) {
   return true;
 }
 
+/* hardened:true: the block stays where malloc(size) would give a block of its size (its
+ * trailer rewritten for the new size), else a new block (the old one quarantined). */
+static void *realloc_hardened(void *p, size_t size) {
+  unsigned c;
+  extent_t *e = free_lookup_block(p, "realloc()", &c, true); /* a misuse is named realloc's */
+  size_t old_size = tessera_usable_size_internal(p, "realloc()");
+  if (unlikely(size > (size_t)PTRDIFF_MAX)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  size_t region = free_hardened_region(e, c);
+  size_t block = c == CODE_LARGE ? e->npages * PAGE : class_infos[c].size;
+  if (alloc_hardened_block_size(size, QUANTUM) == block && size + HARDENED_EXTRA <= region) {
+    hardened_write_trailer(p, region, size);
+    return p;
+  }
+  void *q = tessera_malloc_internal(size);
+  if (q == NULL) return NULL; /* errno is ENOMEM; p is untouched */
+  memcpy(q, p, size < old_size ? size : old_size);
+  tessera_free_internal(p);
+  return q;
+}
+
 TESSERA_EXPORT PROF_API_ENTRY void *realloc(void *p, size_t size) {
   if (p == NULL) return tessera_malloc_internal(size);
   if (size == 0) { /* glibc's behaviour: free and return NULL */
@@ -46,6 +71,7 @@ TESSERA_EXPORT PROF_API_ENTRY void *realloc(void *p, size_t size) {
     tessera_free_internal(p);
     return NULL;
   }
+  if (unlikely(opt_hardened)) return realloc_hardened(p, size);
   if (fits_cached_class(p, size)) return p;
   unsigned c;
   extent_t *e = free_lookup_block(p, "realloc()", &c, true);
@@ -84,6 +110,7 @@ static size_t large_target(size_t n) { return n > SMALL_MAX ? large_usable_size(
 size_t realloc_in_place(void *p, size_t size, size_t extra, bool zero) {
   unsigned c;
   extent_t *e = free_lookup_block(p, "xallocx()", &c, false);
+  if (unlikely(opt_hardened)) return tessera_usable_size_internal(p, "xallocx()"); /* never in place */
   if (c < NSMALL) return class_infos[c].size; /* a region cannot change size */
   size_t old_usable = e->npages * PAGE;
   if (e->sampled) return old_usable; /* the profiler's block of its own stays as it is */

@@ -39,8 +39,9 @@ static unsigned bytes_budget(unsigned c, unsigned n) {
 }
 
 static unsigned bin_capacity(unsigned c) {
-  /* junk and zero fill every block in the slow paths, so they bypass the caches. */
-  if (!opt_tcache || opt_junk || opt_zero || class_infos[c].size > opt_tcache_max) return 0;
+  /* junk, zero and hardened check or fill every block in the slow paths, so they bypass
+   * the caches. */
+  if (!opt_tcache || opt_junk || opt_zero || opt_hardened || class_infos[c].size > opt_tcache_max) return 0;
   if (c >= NSMALL) return TCACHE_NSLOTS_LARGE;
   unsigned n = class_infos[c].nregs << opt_lg_tcache_nslots_mul;
   if (n < opt_tcache_nslots_small_min) n = opt_tcache_nslots_small_min;

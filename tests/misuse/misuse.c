@@ -184,12 +184,60 @@ static void misuse_usable_size(void *p) {
   (void)n;
 }
 
+/* Hardened mode's cases (hardened:true; run with TESSERA_CONF set by the test). */
+static void *overflow_by(size_t size, size_t by) {
+  char *p = malloc(size);
+  TT_CHECK(p != NULL);
+  memset(p, 1, size);
+  memset(launder(p + size), 0, by); /* by bytes past the end: a terminating zero, say */
+  return launder(p);
+}
+static void *overflow_small_1(void) { return overflow_by(24, 1); }
+/* 32 B fills its class in the default mode: hardened mode serves it from a larger one. */
+static void *overflow_small_exact_class_1(void) { return overflow_by(32, 1); }
+static void *overflow_small_8(void) { return overflow_by(100, 8); }
+static void *overflow_large_1(void) { return overflow_by(100000, 1); }
+/* A string one byte too long for its block. */
+static void *string_overflow(void) {
+  char *p = malloc(15);
+  TT_CHECK(p != NULL);
+  strcpy(launder(p), "fifteen chars!!"); /* 15 characters and the terminating zero */
+  return launder(p);
+}
+/* Freed, then written: caught when its memory is handed out again (the block leaves the
+ * quarantine after enough other frees; then mallocs of its size reach it). */
+static void *written_after_free(void) {
+  char *p = malloc(64);
+  TT_CHECK(p != NULL);
+  char *copy = launder(p);
+  free(p);
+  copy[0] = 'x';
+  return copy;
+}
+/* A large block's first page written after free: caught when it leaves the quarantine
+ * (the rest of its pages are inaccessible meanwhile: tests/misuse/guard_page.c). */
+static void *written_after_free_large(void) {
+  char *p = malloc((size_t)1 << 20);
+  TT_CHECK(p != NULL);
+  memset(p, 1, (size_t)1 << 20);
+  char *copy = launder(p);
+  free(p);
+  copy[100] = 'x';
+  return copy;
+}
+static void misuse_reuse_64(void *p) {
+  (void)p;
+  for (int i = 0; i < 20000; i++) free(malloc(64)); /* through the quarantine */
+  for (int i = 0; i < 100000; i++) launder(malloc(64));
+}
+
 #define FREE_INVALID "tessera: free(): invalid pointer 0x"
 #define REALLOC_INVALID "tessera: realloc(): invalid pointer 0x"
 #define USABLE_INVALID "tessera: malloc_usable_size(): invalid pointer 0x"
 #define DOUBLE_FREE "tessera: free(): double free 0x"
 #define REALLOC_DOUBLE_FREE "tessera: realloc(): double free 0x"
 #define USABLE_FREED "tessera: malloc_usable_size(): use after free 0x"
+#define FREE_OVERFLOW "tessera: free(): heap overflow detected after block 0x"
 
 static const misuse_case cases[] = {
     {"free_stack", FREE_INVALID, stack_pointer, misuse_free, NULL},
@@ -217,6 +265,20 @@ static const misuse_case cases[] = {
      misuse_free_sized_64, NULL},
     {"free_aligned_sized_other_class", "tessera: free_aligned_sized(): size of another size class 0x",
      aligned_small, misuse_free_aligned_sized_300, NULL},
+    /* hardened:true only */
+    {"overflow_small_1_byte", FREE_OVERFLOW, overflow_small_1, misuse_free, NULL},
+    {"overflow_small_exact_class_1_byte", FREE_OVERFLOW, overflow_small_exact_class_1, misuse_free, NULL},
+    {"overflow_small_8_bytes", FREE_OVERFLOW, overflow_small_8, misuse_free, NULL},
+    {"overflow_large_1_byte", FREE_OVERFLOW, overflow_large_1, misuse_free, NULL},
+    {"overflow_string", FREE_OVERFLOW, string_overflow, misuse_free, NULL},
+    {"overflow_realloc", "tessera: realloc(): heap overflow detected after block 0x", overflow_small_1,
+     misuse_realloc, NULL},
+    {"overflow_usable_size", "tessera: malloc_usable_size(): heap overflow detected after block 0x",
+     overflow_small_8, misuse_usable_size, NULL},
+    {"write_after_free_small", "tessera: malloc(): write after free detected in block 0x", written_after_free,
+     misuse_reuse_64, NULL},
+    {"write_after_free_large", "tessera: free(): write after free detected in block 0x",
+     written_after_free_large, misuse_reuse_64, NULL},
 };
 enum { NCASES = sizeof cases / sizeof cases[0] };
 

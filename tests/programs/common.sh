@@ -12,8 +12,10 @@ shift 2
 LIB=$(readlink -f "$LIB")
 rm -rf "$SCRATCH"
 mkdir -p "$SCRATCH"
-# A test run must not inherit someone's tessera configuration.
+# A test run must not inherit someone's tessera configuration; the test may set its own
+# (TESSERA_TEST_CONF: the hardened.programs.* tests run with hardened:true).
 unset TESSERA_CONF
+if [ -n "${TESSERA_TEST_CONF:-}" ]; then export TESSERA_CONF="$TESSERA_TEST_CONF"; fi
 
 die() {
   echo "FAIL: $*" >&2

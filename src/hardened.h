@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Hardened mode (hardened:true; docs/hardening.md): the checks a fast allocator leaves
+ * out, for programs that want misuse stopped more than they want speed. Every malloc and
+ * free then takes the slow paths (the thread caches are off, as for junk:true), and
+ * these helpers do the checking:
+ *
+ * - A block's layout. A request of n bytes is served from a block of at least
+ *   n + HARDENED_EXTRA bytes. The block's "region" is all of it up to 32 KiB, and all
+ *   but its last page above (that page is the guard page, PROT_NONE). The
+ *   region ends with a trailer, the slack length (region size - n) encoded with a
+ *   secret; the bytes from n up to the trailer (at least one) are canary bytes, derived
+ *   from the secret and the block's address. free checks both: a write past n (a 1-byte
+ *   overflow included) is a heap overflow.
+ * - Zero on free, checked on reuse: a freed block is zeroed (a large one's pages are
+ *   given back, which zeroes them), and a slab block is checked to be still zero when it
+ *   is handed out again. Fresh pages from the OS are zero too, so one pattern covers
+ *   never-used, freed and purged memory, and the program always gets zeroed blocks. The
+ *   only words allowed to differ are freed-block keys (hardened_key.h) left by earlier
+ *   frees, each the key of its own page.
+ * - The quarantine: freed blocks wait in a FIFO ring (bounded in bytes, option
+ *   hardened_quarantine) before their memory can be handed out again.
+ * - Random slots: a slab hands out a random free region instead of its lowest.
+ */
+#ifndef TESSERA_HARDENED_H
+#define TESSERA_HARDENED_H
+
+#include "options.h"
+#include "types.h"
+
+/* The trailer: the slack length, 4 bytes, encoded. */
+#define HARDENED_TRAILER 4
+/* Bytes a request grows by: the trailer and at least one canary byte. */
+#define HARDENED_EXTRA (HARDENED_TRAILER + 1)
+/* Canary bytes written and checked after a request at most (the rest of a large slack
+ * is left zero: the guard page stops a longer overflow). */
+#define HARDENED_CANARY_MAX 16
+
+/* Whether a large block of usable bytes (its guard page not counted) gets a guard page:
+ * in hardened mode, above the cached classes (32 KiB). Smaller blocks are slab regions
+ * or extents whose overflows the canaries catch, without two system calls a block. */
+static inline bool hardened_has_guard(size_t usable) { return opt_hardened && usable > TCACHE_MAX_LIMIT; }
+
+/* The region of a block of block_size bytes (a guarded block's last page is its guard). */
+static inline size_t hardened_region(size_t block_size, bool guarded) { return guarded ? block_size - PAGE : block_size; }
+
+/* The request hardened mode makes for n bytes aligned to align (<= PAGE: rounded to a
+ * multiple of it, whose class is aligned); 0 if impossible. */
+static inline size_t hardened_request(size_t n, size_t align) {
+  if (n > (size_t)PTRDIFF_MAX - HARDENED_EXTRA - PAGE) return 0;
+  size_t m = n + HARDENED_EXTRA;
+  return align > QUANTUM && align <= PAGE ? align_up(m, align) : m;
+}
+
+/* A random number from the calling thread's generator (seeded from the kernel). */
+uint64_t hardened_random(void);
+
+/* Writes the trailer and canary bytes of a block whose region is region bytes, of which
+ * the program asked for n. */
+void hardened_write_trailer(void *p, size_t region, size_t n);
+/* The n the block was asked for; aborts naming func when its trailer or canary bytes
+ * were overwritten ("heap overflow detected after block"). */
+size_t hardened_checked_size(const void *p, size_t region, const char *func);
+/* Aborts naming func if a slab block about to be handed out was written after it was
+ * freed (a word neither zero nor a freed-block key); clears the keys: the block is then
+ * all zero. */
+void hardened_check_unused(void *p, size_t size, const char *func);
+/* Zeroes a freed block's region (a guarded block's pages are given back instead, and
+ * all but its first page made inaccessible while it waits in the quarantine). */
+void hardened_scrub(void *p, size_t region, bool guarded);
+/* A block leaving the quarantine: a guarded one's first page is checked to be unused (a
+ * write after free aborts naming free) and the rest made accessible again. */
+void hardened_unscrub(void *p, size_t region, bool guarded);
+
+/* The guard page of a large block: made inaccessible when it is handed out, accessible
+ * again before its extent is freed. hardened_guard returns false if the kernel refused. */
+bool hardened_guard(void *page);
+void hardened_unguard(void *page);
+
+/* Puts freed block p (of size bytes, resident of them kept in memory while it waits) in
+ * the quarantine; writes to out[] the blocks that leave it (to be freed now, oldest
+ * first; p itself when it is too big to wait) and returns how many (at most
+ * HARDENED_EVICT_MAX + 1). */
+#define HARDENED_EVICT_MAX 16
+unsigned hardened_quarantine(void *p, size_t size, size_t resident, void **out);
+
+#endif

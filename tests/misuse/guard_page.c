@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * misuse.hardened.guard_page: in hardened mode (run with TESSERA_CONF=hardened:true) a
+ * block above 32 KiB is followed by an inaccessible guard page: a program writing on past its
+ * block's end is stopped by SIGSEGV at the first byte past the block's region, before
+ * it reaches the memory after it (within a page and 5 bytes of the request's end) (the canary bytes catch shorter overflows at free,
+ * misuse.hardened.overflow_*). The child writes byte by byte past a block of each size;
+ * the parent asserts that it died by SIGSEGV within a page of the block's end. Then a
+ * write into the second page of a freed block above 32 KiB: SIGSEGV too (its pages but
+ * the first are inaccessible while it waits in the quarantine).
+ *
+ * usage: guard_page
+ */
+#include "tt.h"
+
+#include <stdbool.h>
+#include <sys/resource.h>
+
+static void *launder(void *p) {
+  void *volatile v = p;
+  return v;
+}
+
+/* Forks a child that writes past a block of size bytes; returns how far past the end it
+ * got (from a pipe it reports its progress through), or -1 if it did not die by SIGSEGV. */
+static long overflow_distance(size_t size) {
+  int fds[2];
+  TT_CHECK(pipe(fds) == 0);
+  pid_t pid = fork();
+  TT_CHECK(pid >= 0);
+  if (pid == 0) {
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    alarm(20);
+    close(fds[0]);
+    volatile char *p = launder(malloc(size));
+    if (p == NULL) _exit(3);
+    for (size_t i = 0; i < size; i++) p[i] = 1;
+    for (long past = 0; past < 3 * 4096; past++) {
+      if (past % 64 == 0 && write(fds[1], &past, sizeof past) != (ssize_t)sizeof past) _exit(2);
+      p[size + (size_t)past] = 1;
+    }
+    _exit(0); /* not stopped */
+  }
+  close(fds[1]);
+  long last = -1, v;
+  while (read(fds[0], &v, sizeof v) == (ssize_t)sizeof v) last = v;
+  close(fds[0]);
+  int status;
+  TT_CHECK(waitpid(pid, &status, 0) == pid);
+  if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGSEGV) return -1;
+  return last;
+}
+
+/* Forks a child that frees a block of size bytes and then writes into its second page;
+ * returns whether the child died by SIGSEGV (the freed block's pages but the first are
+ * inaccessible while it waits in the quarantine). */
+static bool write_after_free_stopped(size_t size) {
+  pid_t pid = fork();
+  TT_CHECK(pid >= 0);
+  if (pid == 0) {
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    alarm(20);
+    char *p = malloc(size);
+    if (p == NULL) _exit(3);
+    memset(p, 1, size);
+    volatile char *copy = launder(p);
+    free(p);
+    copy[4096 + 10] = 1;
+    _exit(0); /* not stopped */
+  }
+  int status;
+  TT_CHECK(waitpid(pid, &status, 0) == pid);
+  return WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV;
+}
+
+int main(void) {
+  tt_require_tessera();
+  /* Blocks above 32 KiB have guard pages (smaller ones: canaries only). */
+  const size_t sizes[] = {32768, 40000, 65536 - 5, 100000, (size_t)1 << 20, ((size_t)4 << 20) + 123};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    long got = overflow_distance(sizes[i]);
+    TT_CHECKF(got >= 0, "a write past a block of %zu bytes was not stopped by SIGSEGV", sizes[i]);
+    /* The slack between the request and the guard page is less than a page and the
+     * trailer; the progress is reported every 64 bytes. */
+    TT_CHECKF(got < 4096 + 64, "a write past a block of %zu bytes went %ld bytes on", sizes[i], got);
+    printf("misuse.hardened.guard_page: %zu B: SIGSEGV less than %ld bytes past the end\n", sizes[i], got + 64);
+  }
+  /* Above 32 KiB (smaller freed blocks are zeroed instead, and checked when reused). */
+  const size_t freed_sizes[] = {40000, 100000, (size_t)1 << 20, (size_t)16 << 20};
+  for (size_t i = 0; i < sizeof freed_sizes / sizeof freed_sizes[0]; i++) {
+    TT_CHECKF(write_after_free_stopped(freed_sizes[i]),
+              "a write into a freed block of %zu bytes was not stopped by SIGSEGV", freed_sizes[i]);
+    printf("misuse.hardened.guard_page: a write after free into a block of %zu B: SIGSEGV\n", freed_sizes[i]);
+  }
+  return 0;
+}
