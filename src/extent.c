@@ -564,8 +564,8 @@ bool extent_shrink_in_place(arena_t *a, extent_t *e, size_t npages, unsigned cod
   return true;
 }
 
-/* Pages one madvise call of a time-bounded pass hands back at most: a call on hundreds
- * of MiB takes milliseconds, inside whichever malloc or free ran the pass. */
+/* Pages one madvise call hands back at most: a call on hundreds of MiB takes
+ * milliseconds, and a time-bounded pass checks its deadline between calls. */
 #define MOVE_STEP_PAGES ((size_t)2048)
 
 /* Takes extent e (of state `from`, the oldest) out of its set, or only its top `pages`
@@ -593,7 +593,7 @@ size_t extent_move_oldest(arena_t *a, unsigned from, unsigned to, size_t keep_pa
   a->npurge++;
   while (set->npages > keep_pages) {
     size_t want = set->npages - keep_pages;
-    if (deadline_ns != 0 && want > MOVE_STEP_PAGES) want = MOVE_STEP_PAGES;
+    if (want > MOVE_STEP_PAGES) want = MOVE_STEP_PAGES;
     extent_t *e = take_top(a, set, set->lru.head, want, from);
     if (to == EXTENT_MUZZY) {
       os_lazy_free_pages((void *)e->addr, e->npages * PAGE);

@@ -70,6 +70,10 @@ size_t purge_decay_locked(arena_t *a, uint64_t now, uint64_t deadline) {
   size_t cap = dirty_cap(a, dirty_ms, epoch_before);
   if (dirty_ms >= 0 && keep > cap) keep = cap;
   if (a->dirty.npages + a->stash_pages > keep) stash_drain(a);
+  /* The cap is a bound on memory, not a pace: what exceeds it goes now, whatever the
+   * time budget (in steps of a few MiB per system call); the curve's share below it is
+   * what the budget paces. */
+  if (dirty_ms >= 0 && a->dirty.npages > cap) moved += extent_move_oldest(a, EXTENT_DIRTY, next, cap, 0);
   if (a->dirty.npages > keep) moved += extent_move_oldest(a, EXTENT_DIRTY, next, keep, deadline);
   a->tick_dirty_keep = keep;
   decay_advance(&a->muzzy_decay, muzzy_ms, now, a->muzzy.npages);
