@@ -110,7 +110,8 @@ void *alloc_hardened(size_t n, size_t align, bool zero, const char *func) {
   if (m == 0) return NULL;
   if (likely(align <= PAGE && m <= LOOKUP_MAX)) { /* a cached class: no guard page */
     unsigned c = size_to_class(m);
-    void *p = alloc_cached_class(tcache_get(), c);
+    tcache_t *tc = tls_thread.tcache != &tcache_empty ? tls_thread.tcache : tcache_get();
+    void *p = alloc_cached_class(tc, c);
     if (p == NULL) return NULL;
     hardened_check_unused(p, class_infos[c].size, func);
     hardened_write_trailer(p, class_infos[c].size, n);

@@ -299,15 +299,15 @@ typedef struct thread_ring {
   struct thread_ring *next_free; /* in the pool, once its thread is gone */
   unsigned head, count;          /* the oldest entry, and how many there are */
   size_t resident, size;         /* sums over the entries */
+  size_t resident_limit, size_limit;
   hardened_held_t slots[THREAD_RING_SLOTS];
 } thread_ring_t;
 
 static __thread thread_ring_t *thread_ring __attribute__((tls_model("initial-exec")));
 static thread_ring_t *ring_pool; /* under ring_pool_lock */
 
-/* The calling thread's ring: from the pool, else new; NULL without memory. */
-static thread_ring_t *ring_of_thread(void) {
-  if (likely(thread_ring != NULL)) return thread_ring;
+/* The calling thread's ring, from the pool, else new; NULL without memory. */
+static thread_ring_t *ring_new(void) {
   if (!quarantine_ready()) return NULL;
   lock_acquire(&ring_pool_lock);
   thread_ring_t *r = ring_pool;
@@ -318,6 +318,8 @@ static thread_ring_t *ring_of_thread(void) {
   r->next_free = NULL;
   r->head = r->count = 0;
   r->resident = r->size = 0;
+  r->resident_limit = opt_hardened_quarantine / QUARANTINE_SHARDS;
+  r->size_limit = r->resident_limit * QUARANTINE_ADDRESS_FACTOR;
   return thread_ring = r;
 }
 
@@ -335,22 +337,25 @@ static hardened_held_t ring_take_oldest(thread_ring_t *r) {
   return h;
 }
 
-static bool ring_over(const thread_ring_t *r, size_t size, size_t resident, size_t limit) {
-  return r->count == THREAD_RING_SLOTS || r->resident + resident > limit || r->size + size > limit * QUARANTINE_ADDRESS_FACTOR;
+static bool ring_over(const thread_ring_t *r, size_t size, size_t resident) {
+  return r->count == THREAD_RING_SLOTS || r->resident + resident > r->resident_limit || r->size + size > r->size_limit;
 }
 
 unsigned hardened_thread_quarantine(hardened_held_t h, hardened_held_t *out) {
-  size_t size = held_size(h), resident = held_resident(h), limit = opt_hardened_quarantine / QUARANTINE_SHARDS;
-  thread_ring_t *r = resident <= limit && size <= limit * QUARANTINE_ADDRESS_FACTOR ? ring_of_thread() : NULL;
-  if (r == NULL) {
-    out[0] = h;
+  thread_ring_t *r = thread_ring;
+  if (unlikely(r == NULL)) r = ring_new();
+  size_t size = held_size(h), resident = held_resident(h);
+  if (unlikely(r == NULL || resident > r->resident_limit || size > r->size_limit)) {
+    out[0] = h; /* cannot wait */
     return 1;
   }
   unsigned n = 0;
-  while (n < HARDENED_EVICT_MAX && r->count > 0 && ring_over(r, size, resident, limit)) out[n++] = ring_take_oldest(r);
-  if (ring_over(r, size, resident, limit)) {
-    out[n++] = h; /* more than HARDENED_EVICT_MAX would have to leave */
-    return n;
+  while (ring_over(r, size, resident)) { /* ends: h alone fits an empty ring */
+    if (n == HARDENED_EVICT_MAX) {
+      out[n++] = h; /* more would have to leave */
+      return n;
+    }
+    out[n++] = ring_take_oldest(r);
   }
   r->slots[(r->head + r->count) & (THREAD_RING_SLOTS - 1)] = h;
   r->count++;
