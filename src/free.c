@@ -171,12 +171,6 @@ static void free_hardened_cached(tcache_t *tc, extent_t *e, unsigned c, void *p)
   for (unsigned i = 0; i < n; i++) free_held(tc, out[i]);
 }
 
-void free_hardened_drain(tcache_t *tc) {
-  hardened_held_t h;
-  while (hardened_thread_quarantine_take(&h)) free_held(tc, h);
-  hardened_thread_quarantine_release();
-}
-
 void free_to_arena(extent_t *e, unsigned c, void *p) {
   if (unlikely(opt_hardened)) free_hardened(e, c, p);
   else free_block_now(e, c, p);

@@ -28,9 +28,6 @@ void *alloc_hardened(size_t n, size_t align, bool zero, const char *func);
 size_t alloc_hardened_block_size(size_t n, size_t align);
 /* hardened:true: the region (hardened.h) of block p of class c (from free_lookup_block). */
 size_t free_hardened_region(const extent_t *e, unsigned c);
-/* hardened:true: moves the calling thread's quarantined blocks into its cache tc, and
- * gives the thread's quarantine ring back (before the cache is flushed and dropped). */
-void free_hardened_drain(tcache_t *tc);
 
 /* free.c */
 void tessera_free_internal(void *p);

@@ -7,7 +7,8 @@
 #include "bin.h"
 #include "config.h"
 #include "free_map.h"
-#include "frontend.h"
+#include "hardened.h"
+#include "hardened_key.h"
 #include "lock.h"
 #include "options.h"
 #include "os.h"
@@ -486,10 +487,33 @@ void tcache_flush_all(tcache_t *tc) {
   }
 }
 
+/* Hardened mode: the thread's quarantine empties before its cache goes (hardened.h):
+ * blocks of the classes the cache holds into their bins (flushed below), others (above
+ * 32 KiB) checked and freed to their arenas, as free does when they leave the ring. */
+static void drain_quarantine(tcache_t *tc) {
+  hardened_held_t h;
+  while (hardened_thread_quarantine_take(&h)) {
+    if (h.c < NCACHED_MAX && tcache_bin(tc, h.c)->capacity > 0) {
+      tcache_free_slow(tc, h.c, h.p);
+      continue;
+    }
+    extent_t *e = pm_extent(pagemap_get((uintptr_t)h.p));
+    bool large = h.c >= NSMALL;
+    size_t block = large ? e->npages * PAGE : class_infos[h.c].size;
+    block_clear_freed_key(h.p);
+    hardened_unscrub(h.p, hardened_region(block, h.c == CODE_LARGE), h.c == CODE_LARGE);
+    if (h.c < NCACHED_MAX) block_set_freed_key(h.p); /* a later free is a double free */
+    tls_thread.deallocated += block;
+    if (large) arena_free_large(e->arena, e);
+    else arena_free_small(e, h.p);
+  }
+  hardened_thread_quarantine_release();
+}
+
 /* Returns every cached block and the cache itself; state is what the thread becomes. */
 static void tcache_destroy(tcache_t *tc, uint8_t state) {
   tessera_assert(tc != &tcache_empty && tc == tls_thread.tcache);
-  if (opt_hardened) free_hardened_drain(tc);
+  if (opt_hardened) drain_quarantine(tc);
   tls_thread.cache_state = state; /* from now on this thread bypasses the cache */
   tls_thread.tcache = &tcache_empty;
   tcache_flush_all(tc);
