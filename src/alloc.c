@@ -108,12 +108,19 @@ size_t alloc_hardened_block_size(size_t n, size_t align) {
 void *alloc_hardened(size_t n, size_t align, bool zero, const char *func) {
   size_t m = hardened_request(n, align);
   if (m == 0) return NULL;
+  if (likely(align <= PAGE && m <= LOOKUP_MAX)) { /* a cached class: no guard page */
+    unsigned c = size_to_class(m);
+    tcache_t *tc = tls_thread.tcache != &tcache_empty ? tls_thread.tcache : tcache_get();
+    void *p = alloc_cached_class(tc, c);
+    if (p == NULL) return NULL;
+    hardened_check_unused(p, class_infos[c].size, func);
+    hardened_write_trailer(p, class_infos[c].size, n);
+    return p;
+  }
   bool guarded = false;
   size_t block = hardened_block(m, align, &guarded); /* sets guarded: a statement first */
   size_t region = hardened_region(block, guarded);
-  void *p;
-  if (align <= PAGE && m <= LOOKUP_MAX) p = alloc_cached_class(tcache_get(), size_to_class(m));
-  else p = alloc_large(large_request(m), align < PAGE ? PAGE : align, zero);
+  void *p = alloc_large(large_request(m), align < PAGE ? PAGE : align, zero);
   if (p == NULL) return NULL;
   /* Up to 32 KiB, blocks are zeroed when freed, and must still be (larger ones are
    * pages given back, or fresh: alloc_large zeroes them if asked). */

@@ -88,8 +88,9 @@ static unsigned take_regions(arena_t *a, unsigned c, void **out, unsigned n, uns
     }
     unsigned take = n - got < slab->nfree ? n - got : slab->nfree;
     uint32_t idx[SLAB_MAX_REGIONS];
-    if (unlikely(opt_hardened) && take == 1) /* hardened mode: from a random place on */
-      idx[0] = bitmap_take_from(slab->bitmap, slab->nregs, (unsigned)(hardened_random() % slab->nregs));
+    if (unlikely(opt_hardened)) /* hardened mode: each from a random place on */
+      for (unsigned i = 0; i < take; i++)
+        idx[i] = bitmap_take_from(slab->bitmap, slab->nregs, (unsigned)(((hardened_random() >> 32) * slab->nregs) >> 32));
     else
       bitmap_take_lowest(slab->bitmap, &slab->first_word, idx, take); /* lowest addresses first */
     slab->nfree -= take;

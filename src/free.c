@@ -124,24 +124,51 @@ static void free_block_now(extent_t *e, unsigned c, void *p) {
   }
 }
 
-/* hardened:true: block p is zeroed and waits in the quarantine, keyed (freeing it again
- * is a double free); the blocks that leave the quarantine are freed. */
-static void free_hardened(extent_t *e, unsigned c, void *p) {
-  size_t block = block_size_of(e, c);
-  /* Blocks above the cached classes give their pages back while they wait; smaller
-   * ones are zeroed (no system calls). */
-  hardened_scrub(p, hardened_region(block, c == CODE_LARGE), c == CODE_LARGE);
+/* hardened:true: a block leaving a quarantine is checked (a large one's first page) and
+ * freed to its arena. */
+static void free_from_quarantine(void *p) {
+  pm_entry_t pe = pagemap_get((uintptr_t)p);
+  unsigned code = pm_code(pe), c = code - 1 < NCACHED_MAX ? code - 1 : CODE_LARGE;
+  extent_t *e = pm_extent(pe);
+  block_clear_freed_key(p);
+  hardened_unscrub(p, free_hardened_region(e, c), c == CODE_LARGE);
+  free_block_now(e, c, p);
+}
+
+/* hardened:true: a freed block is zeroed (a large one's pages given back instead, no
+ * system calls for smaller ones) and keyed (freeing it again is a double free) before
+ * it waits in a quarantine. */
+static void free_hardened_retire(extent_t *e, unsigned c, void *p) {
+  hardened_scrub(p, free_hardened_region(e, c), c == CODE_LARGE);
   block_set_freed_key(p);
+}
+
+/* hardened:true, a thread without a cache: the shared quarantine. */
+static void free_hardened(extent_t *e, unsigned c, void *p) {
+  free_hardened_retire(e, c, p);
+  size_t block = block_size_of(e, c);
   void *out[HARDENED_EVICT_MAX + 1];
   unsigned n = hardened_quarantine(p, block, c == CODE_LARGE ? PAGE : block, out);
-  for (unsigned i = 0; i < n; i++) {
-    pm_entry_t pe = pagemap_get((uintptr_t)out[i]);
-    unsigned code = pm_code(pe), oc = code - 1 < NCACHED_MAX ? code - 1 : CODE_LARGE;
-    extent_t *oe = pm_extent(pe);
-    block_clear_freed_key(out[i]);
-    hardened_unscrub(out[i], free_hardened_region(oe, oc), oc == CODE_LARGE);
-    free_block_now(oe, oc, out[i]);
-  }
+  for (unsigned i = 0; i < n; i++) free_from_quarantine(out[i]);
+}
+
+/* A block leaving the thread's quarantine: into the thread's cache when its bin caches
+ * (as free's fast path would push it), else to its arena. */
+static void free_held(tcache_t *tc, hardened_held_t h) {
+  cache_bin_t *b = h.c < NCACHED_MAX ? tcache_bin(tc, h.c) : NULL;
+  if (b == NULL || b->capacity == 0) free_from_quarantine(h.p);
+  else if (likely(b->head != b->slots)) *--b->head = h.p;
+  else tcache_free_slow(tc, h.c, h.p);
+}
+
+/* hardened:true, a thread with a cache: the thread's own quarantine (no lock); the
+ * blocks that leave it go to the cache, from which malloc's slow path hands them out
+ * again, checking that they are still zero. */
+static void free_hardened_cached(tcache_t *tc, extent_t *e, unsigned c, void *p) {
+  free_hardened_retire(e, c, p);
+  hardened_held_t out[HARDENED_EVICT_MAX + 1];
+  unsigned n = hardened_thread_quarantine((hardened_held_t){p, c, c == CODE_LARGE ? (uint32_t)e->npages : 0}, out);
+  for (unsigned i = 0; i < n; i++) free_held(tc, out[i]);
 }
 
 void free_to_arena(extent_t *e, unsigned c, void *p) {
@@ -164,6 +191,12 @@ static void free_checked(void *p, extent_t *e, unsigned c) {
       free_to_arena(e, c, p);
       return;
     }
+  }
+  /* Hardened mode: every free is here (tcache.c: its bins never take a block on free's
+   * fast path). */
+  if (unlikely(opt_hardened) && tc != &tcache_empty) {
+    free_hardened_cached(tc, e, c, p);
+    return;
   }
   if (c < NCACHED_MAX && tcache_bin(tc, c)->capacity > 0) {
     /* Here when the bin was full or when the free map is off (free_map.h). */

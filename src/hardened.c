@@ -13,6 +13,8 @@
 #include "lock.h"
 #include "options.h"
 #include "os.h"
+#include "pagemap.h"
+#include "size_class.h"
 #include "thread.h"
 
 /* The program's memory may hold any type: read and write it as such. */
@@ -82,12 +84,45 @@ static size_t canary_length(size_t region, size_t n) {
   return len > HARDENED_CANARY_MAX ? HARDENED_CANARY_MAX : len;
 }
 
+/* Copies and compares len (1 to 16) bytes with two overlapping loads or stores of the
+ * widest size that fits, without a call to the C library (the length varies). */
+typedef uint16_t __attribute__((may_alias, aligned(1))) heap_u16_t;
+typedef uint64_t __attribute__((may_alias, aligned(1))) heap_u64_t;
+
+static void copy_small(uint8_t *dst, const uint8_t *src, size_t len) {
+  if (len >= 8) {
+    *(heap_u64_t *)dst = *(const heap_u64_t *)src;
+    *(heap_u64_t *)(dst + len - 8) = *(const heap_u64_t *)(src + len - 8);
+  } else if (len >= 4) {
+    *(heap_u32_t *)dst = *(const heap_u32_t *)src;
+    *(heap_u32_t *)(dst + len - 4) = *(const heap_u32_t *)(src + len - 4);
+  } else if (len >= 2) {
+    *(heap_u16_t *)dst = *(const heap_u16_t *)src;
+    *(heap_u16_t *)(dst + len - 2) = *(const heap_u16_t *)(src + len - 2);
+  } else {
+    *dst = *src;
+  }
+}
+
+static bool equal_small(const uint8_t *a, const uint8_t *b, size_t len) {
+  if (len >= 8)
+    return ((*(const heap_u64_t *)a ^ *(const heap_u64_t *)b) |
+            (*(const heap_u64_t *)(a + len - 8) ^ *(const heap_u64_t *)(b + len - 8))) == 0;
+  if (len >= 4)
+    return ((*(const heap_u32_t *)a ^ *(const heap_u32_t *)b) |
+            (*(const heap_u32_t *)(a + len - 4) ^ *(const heap_u32_t *)(b + len - 4))) == 0;
+  if (len >= 2)
+    return ((*(const heap_u16_t *)a ^ *(const heap_u16_t *)b) |
+            (*(const heap_u16_t *)(a + len - 2) ^ *(const heap_u16_t *)(b + len - 2))) == 0;
+  return *a == *b;
+}
+
 void hardened_write_trailer(void *p, size_t region, size_t n) {
   tessera_assert(n + HARDENED_EXTRA <= region);
   uint64_t w = canary_word(p);
   canary_bytes_t c = canary_pattern(w);
   uint8_t *b = p;
-  memcpy(b + n, &c, canary_length(region, n));
+  copy_small(b + n, (const uint8_t *)&c, canary_length(region, n));
   *(heap_u32_t *)(b + region - HARDENED_TRAILER) = (uint32_t)(region - n) ^ (uint32_t)(w >> 32);
 }
 
@@ -98,16 +133,33 @@ size_t hardened_checked_size(const void *p, size_t region, const char *func) {
   if (slack < HARDENED_EXTRA || slack > region) fatal_pointer(func, "heap overflow detected after block", p);
   size_t n = region - slack;
   canary_bytes_t c = canary_pattern(w);
-  if (memcmp(b + n, &c, canary_length(region, n)) != 0) fatal_pointer(func, "heap overflow detected after block", p);
+  if (!equal_small(b + n, (const uint8_t *)&c, canary_length(region, n))) fatal_pointer(func, "heap overflow detected after block", p);
   return n;
 }
 
 /* ---------------------------------------------------------------- zero on free */
 
+/* Whether size bytes at p (both multiples of 16) are all zero: 32 bytes an iteration,
+ * ORed into two 16-byte vectors (the compiler's vector extension: SSE2 on x86-64). */
+typedef uint64_t __attribute__((vector_size(16), may_alias)) heap_vec_t;
+
+static bool all_zero(const void *p, size_t size) {
+  tessera_assert(((uintptr_t)p | size) % 16 == 0);
+  const heap_vec_t *v = p;
+  heap_vec_t a = {0, 0}, b = {0, 0};
+  size_t n = size / 16, i = 0;
+  for (; i + 2 <= n; i += 2) {
+    a |= v[i];
+    b |= v[i + 1];
+  }
+  if (i < n) a |= v[i];
+  a |= b;
+  return (a[0] | a[1]) == 0;
+}
+
 void hardened_check_unused(void *p, size_t size, const char *func) {
-  heap_word_t *w = p, any = 0;
-  for (size_t i = 0; i < size / sizeof(*w); i++) any |= w[i]; /* the common case: all zero */
-  if (likely(any == 0)) return;
+  if (likely(all_zero(p, size))) return; /* the common case */
+  heap_word_t *w = p;
   for (size_t i = 0; i < size / sizeof(*w); i++) {
     if (likely(w[i] == 0)) continue;
     /* A freed-block key left by an earlier free is the key of its own page. */
@@ -167,14 +219,19 @@ static quarantine_shard_t shards[QUARANTINE_SHARDS];
 enum { QUARANTINE_OFF, QUARANTINE_STARTING, QUARANTINE_READY };
 static _Atomic int quarantine_state;
 
+static lock_t ring_pool_lock; /* the rings of threads gone (thread quarantine, below) */
+
 static void quarantine_fork_prepare(void) {
   for (unsigned i = 0; i < QUARANTINE_SHARDS; i++) lock_fork_prepare(&shards[i].lock);
+  lock_fork_prepare(&ring_pool_lock);
 }
 static void quarantine_fork_parent(void) {
   for (unsigned i = 0; i < QUARANTINE_SHARDS; i++) lock_fork_release(&shards[i].lock);
+  lock_fork_release(&ring_pool_lock);
 }
 static void quarantine_fork_child(void) {
   for (unsigned i = 0; i < QUARANTINE_SHARDS; i++) lock_init(&shards[i].lock);
+  lock_init(&ring_pool_lock);
 }
 
 /* Sets the shards up, once; false while another thread (or this one, reentered) does,
@@ -185,6 +242,7 @@ static bool quarantine_ready(void) {
   int expected = QUARANTINE_OFF;
   if (state != QUARANTINE_OFF || !atomic_compare_exchange_strong(&quarantine_state, &expected, QUARANTINE_STARTING))
     return false;
+  lock_init(&ring_pool_lock);
   for (unsigned i = 0; i < QUARANTINE_SHARDS; i++) {
     lock_init(&shards[i].lock);
     shards[i].ring = base_alloc(QUARANTINE_SLOTS * sizeof(quarantine_entry_t));
@@ -228,4 +286,98 @@ unsigned hardened_quarantine(void *p, size_t size, size_t resident, void **out) 
   }
   lock_release(&q->lock);
   return n;
+}
+
+/* ---------------------------------------------------------------- the thread's quarantine */
+
+/* The blocks of threads that have a cache wait in a ring of their own, without a lock:
+ * at most THREAD_RING_SLOTS blocks, and the bytes of a shard (resident and address
+ * space, as there). */
+#define THREAD_RING_SLOTS 1024 /* a power of two */
+
+typedef struct thread_ring {
+  struct thread_ring *next_free; /* in the pool, once its thread is gone */
+  unsigned head, count;          /* the oldest entry, and how many there are */
+  size_t resident, size;         /* sums over the entries */
+  size_t resident_limit, size_limit;
+  hardened_held_t slots[THREAD_RING_SLOTS];
+} thread_ring_t;
+
+static __thread thread_ring_t *thread_ring __attribute__((tls_model("initial-exec")));
+static thread_ring_t *ring_pool; /* under ring_pool_lock */
+
+/* The calling thread's ring, from the pool, else new; NULL without memory. */
+static thread_ring_t *ring_new(void) {
+  if (!quarantine_ready()) return NULL;
+  lock_acquire(&ring_pool_lock);
+  thread_ring_t *r = ring_pool;
+  if (r != NULL) ring_pool = r->next_free;
+  lock_release(&ring_pool_lock);
+  if (r == NULL) r = base_alloc(sizeof(*r));
+  if (r == NULL) return NULL;
+  r->next_free = NULL;
+  r->head = r->count = 0;
+  r->resident = r->size = 0;
+  r->resident_limit = opt_hardened_quarantine / QUARANTINE_SHARDS;
+  r->size_limit = r->resident_limit * QUARANTINE_ADDRESS_FACTOR;
+  return thread_ring = r;
+}
+
+/* A held block's bytes, and those of them resident while it waits (a large block's
+ * pages are given back, but for the first). */
+static size_t held_size(hardened_held_t h) { return h.c == CODE_LARGE ? (size_t)h.npages * PAGE : class_infos[h.c].size; }
+static size_t held_resident(hardened_held_t h) { return h.c == CODE_LARGE ? PAGE : class_infos[h.c].size; }
+
+static hardened_held_t ring_take_oldest(thread_ring_t *r) {
+  hardened_held_t h = r->slots[r->head];
+  r->head = (r->head + 1) & (THREAD_RING_SLOTS - 1);
+  r->count--;
+  r->resident -= held_resident(h);
+  r->size -= held_size(h);
+  return h;
+}
+
+static bool ring_over(const thread_ring_t *r, size_t size, size_t resident) {
+  return r->count == THREAD_RING_SLOTS || r->resident + resident > r->resident_limit || r->size + size > r->size_limit;
+}
+
+unsigned hardened_thread_quarantine(hardened_held_t h, hardened_held_t *out) {
+  thread_ring_t *r = thread_ring;
+  if (unlikely(r == NULL)) r = ring_new();
+  size_t size = held_size(h), resident = held_resident(h);
+  if (unlikely(r == NULL || resident > r->resident_limit || size > r->size_limit)) {
+    out[0] = h; /* cannot wait */
+    return 1;
+  }
+  unsigned n = 0;
+  while (ring_over(r, size, resident)) { /* ends: h alone fits an empty ring */
+    if (n == HARDENED_EVICT_MAX) {
+      out[n++] = h; /* more would have to leave */
+      return n;
+    }
+    out[n++] = ring_take_oldest(r);
+  }
+  r->slots[(r->head + r->count) & (THREAD_RING_SLOTS - 1)] = h;
+  r->count++;
+  r->resident += resident;
+  r->size += size;
+  return n;
+}
+
+bool hardened_thread_quarantine_take(hardened_held_t *out) {
+  thread_ring_t *r = thread_ring;
+  if (r == NULL || r->count == 0) return false;
+  *out = ring_take_oldest(r);
+  return true;
+}
+
+void hardened_thread_quarantine_release(void) {
+  thread_ring_t *r = thread_ring;
+  if (r == NULL) return;
+  tessera_assert(r->count == 0);
+  thread_ring = NULL;
+  lock_acquire(&ring_pool_lock);
+  r->next_free = ring_pool;
+  ring_pool = r;
+  lock_release(&ring_pool_lock);
 }

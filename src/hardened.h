@@ -2,7 +2,8 @@
 /*
  * Hardened mode (hardened:true; docs/hardening.md): the checks a fast allocator leaves
  * out, for programs that want misuse stopped more than they want speed. Every malloc and
- * free then takes the slow paths (the thread caches are off, as for junk:true), and
+ * free then takes the slow paths (the thread caches stay, but malloc's and free's fast
+ * paths never take a block: tcache.c points them at a bin that never caches), and
  * these helpers do the checking:
  *
  * - A block's layout. A request of n bytes is served from a block of at least
@@ -19,7 +20,9 @@
  *   only words allowed to differ are freed-block keys (hardened_key.h) left by earlier
  *   frees, each the key of its own page.
  * - The quarantine: freed blocks wait in a FIFO ring (bounded in bytes, option
- *   hardened_quarantine) before their memory can be handed out again.
+ *   hardened_quarantine) before their memory can be handed out again: a ring per
+ *   thread, without a lock, for blocks up to 32 KiB (which then go to the thread's
+ *   cache), and shared rings with locks for larger blocks and threads without a cache.
  * - Random slots: a slab hands out a random free region instead of its lowest.
  */
 #ifndef TESSERA_HARDENED_H
@@ -83,5 +86,23 @@ void hardened_unguard(void *page);
  * HARDENED_EVICT_MAX + 1). */
 #define HARDENED_EVICT_MAX 16
 unsigned hardened_quarantine(void *p, size_t size, size_t resident, void **out);
+
+/* A block waiting in its thread's quarantine. */
+typedef struct hardened_held {
+  void *p;
+  uint32_t c;      /* its class, or CODE_LARGE (a block above the cached classes) */
+  uint32_t npages; /* a large block's pages, its guard page included */
+} hardened_held_t;
+
+/* Puts freed block h in the calling thread's quarantine: a FIFO ring of its own, no lock,
+ * bounded as a shard of the shared one. Writes to out[] the blocks that leave it (oldest
+ * first; h itself when it cannot wait) and returns how many (at most
+ * HARDENED_EVICT_MAX + 1). */
+unsigned hardened_thread_quarantine(hardened_held_t h, hardened_held_t *out);
+/* Takes the oldest block out of the calling thread's quarantine; false when it is
+ * empty. Then hardened_thread_quarantine_release gives the ring back (the thread exits
+ * or drops its cache). */
+bool hardened_thread_quarantine_take(hardened_held_t *out);
+void hardened_thread_quarantine_release(void);
 
 #endif

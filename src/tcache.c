@@ -7,6 +7,8 @@
 #include "bin.h"
 #include "config.h"
 #include "free_map.h"
+#include "hardened.h"
+#include "hardened_key.h"
 #include "lock.h"
 #include "options.h"
 #include "os.h"
@@ -39,9 +41,9 @@ static unsigned bytes_budget(unsigned c, unsigned n) {
 }
 
 static unsigned bin_capacity(unsigned c) {
-  /* junk, zero and hardened check or fill every block in the slow paths, so they bypass
-   * the caches. */
-  if (!opt_tcache || opt_junk || opt_zero || opt_hardened || class_infos[c].size > opt_tcache_max) return 0;
+  /* junk and zero fill every block in the slow paths, so they bypass the caches
+   * (hardened mode keeps them, for its slow paths only: tcache_boot, cache_new). */
+  if (!opt_tcache || opt_junk || opt_zero || class_infos[c].size > opt_tcache_max) return 0;
   if (c >= NSMALL) return TCACHE_NSLOTS_LARGE;
   unsigned n = class_infos[c].nregs << opt_lg_tcache_nslots_mul;
   if (n < opt_tcache_nslots_small_min) n = opt_tcache_nslots_small_min;
@@ -103,6 +105,9 @@ bool tcache_boot(void) {
   lock_init(&registry_lock);
   for (size_t i = 0; i <= LOOKUP_MAX >> 4; i++)
     tcache_bin_offset_of_size[i] = (uint16_t)offsetof(tcache_t, bins[class_of_lookup[i] + 1]);
+  /* Hardened mode: malloc's fast path always finds bins[0] empty (its slow path checks
+   * the block and writes its trailer). */
+  if (opt_hardened) memset(tcache_bin_offset_of_size, 0, sizeof(tcache_bin_offset_of_size));
   return os_thread_exit_hook_init(thread_exit);
 }
 
@@ -182,7 +187,9 @@ static tcache_t *tcache_create(void) {
     if (capacity == 0) continue; /* head NULL, marks 0: empty and full, never caches */
     tc->home_empty[c + 1] = slot + capacity;
     place_stack(b, slot + capacity, capacity);
-    b->region_magic = class_infos[c].magic;
+    /* Hardened mode: magic 0 fails free's region-start test, so every free takes the
+     * slow path (which checks the canaries and quarantines the block). */
+    b->region_magic = opt_hardened ? 0 : class_infos[c].magic;
     slot += capacity + 1;
   }
   for (unsigned c = 0; c < NCACHED_MAX; c++) { /* the stacks bins grow into */
@@ -480,9 +487,33 @@ void tcache_flush_all(tcache_t *tc) {
   }
 }
 
+/* Hardened mode: the thread's quarantine empties before its cache goes (hardened.h):
+ * blocks of the classes the cache holds into their bins (flushed below), others (above
+ * 32 KiB) checked and freed to their arenas, as free does when they leave the ring. */
+static void drain_quarantine(tcache_t *tc) {
+  hardened_held_t h;
+  while (hardened_thread_quarantine_take(&h)) {
+    if (h.c < NCACHED_MAX && tcache_bin(tc, h.c)->capacity > 0) {
+      tcache_free_slow(tc, h.c, h.p);
+      continue;
+    }
+    extent_t *e = pm_extent(pagemap_get((uintptr_t)h.p));
+    bool large = h.c >= NSMALL;
+    size_t block = large ? e->npages * PAGE : class_infos[h.c].size;
+    block_clear_freed_key(h.p);
+    hardened_unscrub(h.p, hardened_region(block, h.c == CODE_LARGE), h.c == CODE_LARGE);
+    if (h.c < NCACHED_MAX) block_set_freed_key(h.p); /* a later free is a double free */
+    tls_thread.deallocated += block;
+    if (large) arena_free_large(e->arena, e);
+    else arena_free_small(e, h.p);
+  }
+  hardened_thread_quarantine_release();
+}
+
 /* Returns every cached block and the cache itself; state is what the thread becomes. */
 static void tcache_destroy(tcache_t *tc, uint8_t state) {
   tessera_assert(tc != &tcache_empty && tc == tls_thread.tcache);
+  if (opt_hardened) drain_quarantine(tc);
   tls_thread.cache_state = state; /* from now on this thread bypasses the cache */
   tls_thread.tcache = &tcache_empty;
   tcache_flush_all(tc);
