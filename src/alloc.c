@@ -95,17 +95,20 @@ static void *alloc_any(size_t size) {
 
 /* prof:true: malloc's fast path popped the prof bin of the size's class to its stop
  * (prof_cache.h), or the size is not cached. Decides on the exact count whether this
- * allocation crosses the sample point, then serves it from the prof bin's parked
+ * allocation is its class's sampled one, then serves it from the prof bin's parked
  * blocks, the ordinary bin or a refill, and grants the prof bin a new allowance. */
 PROF_API_ENTRY static void *malloc_profiled(size_t size) {
   unsigned c = size <= LOOKUP_MAX ? size_to_class(size) : 0;
   size_t usize = size <= LOOKUP_MAX ? class_infos[c].size : large_usable_size(size);
-  if (prof_alloc_due(usize)) return alloc_sampled(usize, PAGE, false);
   tcache_t *tc = size <= LOOKUP_MAX ? tcache_get() : NULL;
-  if (tc == NULL || tcache_bin(tc, c)->capacity == 0) return alloc_any(size);
+  if (tc == NULL || tcache_bin(tc, c)->capacity == 0 || prof_cache_bin(tc, c)->capacity == 0) {
+    if (prof_alloc_due(usize)) return alloc_sampled(usize, PAGE, false);
+    return alloc_any(size);
+  }
+  if (prof_cache_due(tc, c, &tls_thread.prof)) return alloc_sampled(usize, PAGE, false);
   void *p = prof_cache_take(tc, c);
   if (p == NULL) p = alloc_cached_class(tc, c);
-  if (p != NULL) prof_cache_arm(tc, c, &tls_thread.prof);
+  if (p != NULL) prof_cache_arm(tc, c);
   return p;
 }
 

@@ -11,7 +11,6 @@
 #include "options.h"
 #include "os.h"
 #include "pagemap.h"
-#include "prof_cache.h"
 #include "prof_dump.h"
 #include "stats.h"
 #include "tcache.h"
@@ -42,19 +41,9 @@ void prof_hooks_boot(void) {
 
 bool prof_alloc_due_slow(size_t usize) {
   prof_thread_t *t = &tls_thread.prof;
-  /* The crossing is decided on the exact count: the allowances not used come back,
-   * half at a time while that leaves room for this allocation (the bins keep their
-   * fast path), all of them before a sample. */
-  tcache_t *tc = tls_thread.tcache;
-  if (tc != &tcache_empty) {
-    for (int round = 0; round < 3 && (int64_t)usize >= t->bytes_until_sample && tc->prof_armed; round++)
-      t->bytes_until_sample += prof_cache_reclaim_half(tc);
-    if ((int64_t)usize >= t->bytes_until_sample) t->bytes_until_sample += prof_cache_reclaim(tc);
-  }
   if (likely(!prof_sample_first_due(t, usize))) return false;
-  if (likely(atomic_load_explicit(&prof_active_now, memory_order_relaxed) && !t->busy)) return true;
-  prof_bytes_until_sample(t);
-  return false;
+  prof_bytes_until_sample(t); /* from the next allocation on */
+  return prof_sample_wanted(t);
 }
 
 void prof_hooks_constructed(void) {
@@ -103,7 +92,9 @@ static void dump_if_peak(void) {
 
 PROF_API_ENTRY void prof_block_record(void *p, size_t usize) {
   prof_thread_t *t = &tls_thread.prof;
-  uint64_t consumed = (uint64_t)((int64_t)t->interval - t->bytes_until_sample);
+  /* The bytes allocated since the thread's previous sample, on average (what each
+   * stream counted down is not kept). */
+  uint64_t consumed = prof_sample_period();
   prof_sample_alloc_outside(t, p, usize, (uintptr_t)__start_tessera_api, (uintptr_t)__stop_tessera_api);
   if (p == NULL) return;
   t->busy = true; /* a dump's own allocations (none expected) are never sampled */

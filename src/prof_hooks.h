@@ -6,9 +6,9 @@
  * slow paths, and `extent->sampled` on the free of a large block (a slow path too).
  *
  * How every allocation is seen: with prof:true, boot points malloc's size -> bin table
- * at the prof bins (prof_cache.h), whose allowances never reach past the next sample
- * point; every other allocation path counts its usable size down the thread's byte
- * countdown (prof_alloc_due). free's fast path is unchanged.
+ * at the prof bins (prof_cache.h), whose allowances never reach past their class's next
+ * sample point; every other allocation path counts its usable size down the thread's
+ * byte countdown (prof_alloc_due). free's fast path is unchanged.
  *
  * A sampled block gets a large extent of its own, marked `sampled` and mapped as an
  * uncached large block (CODE_LARGE), whatever its size: its free misses free's fast
@@ -33,14 +33,20 @@ void prof_hooks_constructed(void);
 
 extern _Atomic bool prof_active_now; /* prof.active */
 
-/* prof_alloc_due when the countdown less the outstanding allowances may be crossed. */
+/* At a sample point: whether to take the sample (prof.active, and not inside the
+ * profiler already). */
+static inline bool prof_sample_wanted(const prof_thread_t *t) {
+  return atomic_load_explicit(&prof_active_now, memory_order_relaxed) && !t->busy;
+}
+
+/* prof_alloc_due when the countdown may be crossed. */
 bool prof_alloc_due_slow(size_t usize);
-/* With prof:true, on every allocation of usize bytes outside the prof bins' fast path:
- * whether it is the sampled one. Draws the next interval itself when sampling is
- * inactive or the thread is inside the profiler. */
+/* With prof:true, on every allocation of usize bytes outside the prof bins (the other
+ * allocations of cached classes count in their prof bins: prof_cache_due): whether it
+ * is the sampled one. Draws the next interval. */
 static inline bool prof_alloc_due(size_t usize) {
   prof_thread_t *t = &tls_thread.prof;
-  if (likely((int64_t)usize < t->bytes_until_sample)) { /* the allowances left aside */
+  if (likely((int64_t)usize < t->bytes_until_sample)) {
     t->bytes_until_sample -= (int64_t)usize;
     return false;
   }

@@ -45,16 +45,26 @@ static uint64_t splitmix64(uint64_t *state) {
 
 uint64_t prof_sample_period(void) { return atomic_load_explicit(&period, memory_order_relaxed); }
 
-uint64_t prof_bytes_until_sample(prof_thread_t *t) {
+/* A draw from the exponential distribution of mean `mean` (t's generator, seeded on
+ * first use). */
+static double draw_exponential(prof_thread_t *t, uint64_t mean) {
   if (t->prng == 0) t->prng = (uint64_t)(uintptr_t)t ^ os_now_ns() ^ 0x5851F42D4C957F2Dull;
-  uint64_t mean = prof_sample_period();
   /* u uniform in (0, 1]: -ln(u) is exponential with mean 1. */
   double u = (double)((splitmix64(&t->prng) >> 11) + 1) * (1.0 / 9007199254740992.0);
-  double draw = -prof_log(u) * (double)mean;
+  return -prof_log(u) * (double)mean;
+}
+
+uint64_t prof_bytes_until_sample(prof_thread_t *t) {
+  double draw = draw_exponential(t, prof_sample_period());
   uint64_t bytes = draw >= 4.0e18 ? (uint64_t)4e18 : (uint64_t)draw + 1;
   t->bytes_until_sample = (int64_t)bytes;
   t->interval = bytes;
   return bytes;
+}
+
+uint64_t prof_blocks_until_sample(prof_thread_t *t, size_t size) {
+  double blocks = draw_exponential(t, prof_sample_period()) / (double)size;
+  return blocks >= 4.0e18 ? (uint64_t)4e18 : (uint64_t)blocks + 1;
 }
 
 double prof_sample_weight(size_t usize, uint64_t mean) {
@@ -248,7 +258,6 @@ bool prof_sample_alloc(prof_thread_t *t, void *ptr, size_t usize, unsigned skip)
 }
 
 bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, size_t usize, uintptr_t lo, uintptr_t hi) {
-  prof_bytes_until_sample(t);
   if (t->busy || !ptr) return false;
   t->busy = true;
   uintptr_t pcs[PROF_DEPTH_MAX + PROF_TRIM_FRAMES];

@@ -62,6 +62,10 @@ uint64_t prof_sample_period(void);
 
 /* Draws the next interval for t (also seeds t's generator on first use). */
 uint64_t prof_bytes_until_sample(prof_thread_t *t);
+/* Draws, for a stream of blocks of one size, how many blocks up to and including the
+ * next sampled one: geometric, each block sampled with probability 1 - e^(-size/mean),
+ * as if its bytes were counted down (uses t's generator; t's countdown is untouched). */
+uint64_t prof_blocks_until_sample(prof_thread_t *t, size_t size);
 
 /* The fast-path test, for the allocator to inline. */
 static inline bool prof_sample_due(prof_thread_t *t, size_t usize) {
@@ -83,7 +87,8 @@ static inline bool prof_sample_first_due(prof_thread_t *t, size_t usize) {
   return prof_sample_due(t, usize);
 }
 
-/* prof_sample_alloc, leaving out the allocator's own frames: every frame up to and
+/* prof_sample_alloc, without drawing the next interval (the caller decided the sample
+ * and drew it), leaving out the allocator's own frames: every frame up to and
  * including the outermost one, among the innermost PROF_TRIM_FRAMES, whose PC lies in
  * [lo, hi) (the allocator's entry points). Without such a frame nothing is left out. */
 #define PROF_TRIM_FRAMES 12
