@@ -75,7 +75,7 @@ static void write_symbolized(const prof_module_table_t *t, void *arg) {
   }
   if (j->report_fd >= 0) prof_out_open_fd(&j->out, j->report_fd, false);
   else j->ok &= prof_out_open(&j->out, j->summary_path, false, false);
-  prof_report_write(&j->out, &j->snap, &sym, j->title, j->max_sites, 16);
+  prof_report_write(&j->out, &j->snap, &sym, j->title, j->max_sites, 16, j->report_fd < 0);
   if (j->report_fd >= 0) {
     prof_out_flush(&j->out);
     j->ok &= !j->out.failed;
@@ -107,7 +107,7 @@ static bool dump_job_run(dump_job_t *j, const char *heap_path) {
   j->ok &= prof_out_open(&j->out, heap_path, false, false);
   prof_jeprof_write(&j->out, &j->snap);
   j->ok &= prof_out_close(&j->out);
-  j->title = "tessera heap profile: top allocation sites by bytes in use";
+  j->title = "tessera heap profile: top allocation sites";
   j->max_sites = PROF_SUMMARY_SITES;
   if (!prof_modules_locked(write_symbolized, j)) j->ok = false;
   bool ok = j->ok;

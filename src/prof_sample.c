@@ -339,16 +339,22 @@ void prof_snapshot_release(prof_snapshot_t *s) {
   s->count = 0;
 }
 
+typedef bool (*entry_less_t)(const prof_snapshot_entry_t *a, const prof_snapshot_entry_t *b);
+
 static bool live_less(const prof_snapshot_entry_t *a, const prof_snapshot_entry_t *b) {
   return a->counts.live_est_bytes < b->counts.live_est_bytes;
 }
 
+static bool allocated_less(const prof_snapshot_entry_t *a, const prof_snapshot_entry_t *b) {
+  return a->counts.alloc_est_bytes < b->counts.alloc_est_bytes;
+}
+
 /* Min-heap sift: the smallest at the root, so the heap sort ends largest first. */
-static void sift_down(prof_snapshot_entry_t *e, unsigned n, unsigned i) {
+static void sift_down(prof_snapshot_entry_t *e, unsigned n, unsigned i, entry_less_t less) {
   for (;;) {
     unsigned m = i, l = 2 * i + 1, r = l + 1;
-    if (l < n && live_less(&e[l], &e[m])) m = l;
-    if (r < n && live_less(&e[r], &e[m])) m = r;
+    if (l < n && less(&e[l], &e[m])) m = l;
+    if (r < n && less(&e[r], &e[m])) m = r;
     if (m == i) return;
     prof_snapshot_entry_t x = e[i];
     e[i] = e[m];
@@ -357,17 +363,20 @@ static void sift_down(prof_snapshot_entry_t *e, unsigned n, unsigned i) {
   }
 }
 
-void prof_snapshot_sort_live(prof_snapshot_t *s) {
+static void heap_sort(prof_snapshot_t *s, entry_less_t less) {
   prof_snapshot_entry_t *e = s->entries;
   unsigned n = s->count;
-  for (unsigned i = n / 2; i-- > 0;) sift_down(e, n, i);
+  for (unsigned i = n / 2; i-- > 0;) sift_down(e, n, i, less);
   for (unsigned end = n; end > 1; end--) {
     prof_snapshot_entry_t x = e[0];
     e[0] = e[end - 1];
     e[end - 1] = x;
-    sift_down(e, end - 1, 0);
+    sift_down(e, end - 1, 0, less);
   }
 }
+
+void prof_snapshot_sort_live(prof_snapshot_t *s) { heap_sort(s, live_less); }
+void prof_snapshot_sort_allocated(prof_snapshot_t *s) { heap_sort(s, allocated_less); }
 
 /* ---------------------------------------------------------------- fork */
 

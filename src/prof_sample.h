@@ -129,6 +129,8 @@ bool prof_snapshot_take(prof_snapshot_t *s);
 void prof_snapshot_release(prof_snapshot_t *s);
 /* Sorts entries by estimated live bytes, largest first (heap sort: no allocation). */
 void prof_snapshot_sort_live(prof_snapshot_t *s);
+/* Sorts entries by estimated bytes allocated since the start, largest first. */
+void prof_snapshot_sort_allocated(prof_snapshot_t *s);
 
 /* fork: the table lock, taken in prepare, released in parent and child. */
 void prof_sample_fork_prepare(void);
