@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* prof_dump: see prof_dump.h. */
 #include "prof_dump.h"
+#include "prof_meta.h"
 
-#include "base.h"
 #include "prof_jeprof.h"
 #include "prof_pprof.h"
 #include "prof_report.h"
@@ -86,10 +86,10 @@ static void write_symbolized(const prof_module_table_t *t, void *arg) {
 }
 
 static dump_job_t *job_new(void) {
-  dump_job_t *j = base_alloc(sizeof(dump_job_t));
+  dump_job_t *j = prof_meta_alloc(sizeof(dump_job_t));
   if (!j) return NULL;
   if (!prof_snapshot_take(&j->snap)) {
-    base_free(j, sizeof(*j));
+    prof_meta_free(j, sizeof(*j));
     return NULL;
   }
   j->ok = true;
@@ -99,7 +99,7 @@ static dump_job_t *job_new(void) {
 
 static void job_free(dump_job_t *j) {
   prof_snapshot_release(&j->snap);
-  base_free(j, sizeof(*j));
+  prof_meta_free(j, sizeof(*j));
 }
 
 /* Writes heap_path and j->pb_path (and j->summary_path if set), then frees j. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* prof_sample: see prof_sample.h. */
 #include "prof_sample.h"
+#include "prof_meta.h"
 
 #include "base.h"
 #include "lock.h"
@@ -33,6 +34,28 @@ static prof_record_t **record_buckets;
 static size_t record_nbuckets, record_count;
 static prof_record_t *record_free_list;
 static uint64_t dropped;
+
+/* ---------------------------------------------------------------- own memory */
+
+static _Atomic size_t meta_bytes, sampled_padding;
+
+void *prof_meta_alloc(size_t size) {
+  void *p = base_alloc(size);
+  if (p) atomic_fetch_add_explicit(&meta_bytes, size, memory_order_relaxed);
+  return p;
+}
+
+void prof_meta_free(void *p, size_t size) {
+  base_free(p, size);
+  atomic_fetch_sub_explicit(&meta_bytes, size, memory_order_relaxed);
+}
+
+size_t prof_meta_bytes(void) { return atomic_load_explicit(&meta_bytes, memory_order_relaxed); }
+size_t prof_meta_sampled_padding(void) { return atomic_load_explicit(&sampled_padding, memory_order_relaxed); }
+
+/* The pages a sampled block of usize bytes has beyond usize (prof_block_new rounds to
+ * pages). */
+static size_t padding_of(size_t usize) { return ((usize + PAGE_MASK) & ~(size_t)PAGE_MASK) - usize; }
 
 /* ---------------------------------------------------------------- sampling math */
 
@@ -97,7 +120,7 @@ static uint64_t hash_pcs(const uintptr_t *pcs, unsigned depth) {
 
 static bool stack_table_grow(void) {
   size_t cap = stack_capacity ? stack_capacity * 2 : 1024;
-  prof_stack_t **slots = base_alloc(cap * sizeof(*slots));
+  prof_stack_t **slots = prof_meta_alloc(cap * sizeof(*slots));
   if (!slots) return false;
   for (size_t i = 0; i < stack_capacity; i++) {
     prof_stack_t *s = stack_slots[i];
@@ -106,7 +129,7 @@ static bool stack_table_grow(void) {
     while (slots[j]) j = (j + 1) & (cap - 1);
     slots[j] = s;
   }
-  if (stack_slots) base_free(stack_slots, stack_capacity * sizeof(*stack_slots));
+  if (stack_slots) prof_meta_free(stack_slots, stack_capacity * sizeof(*stack_slots));
   stack_slots = slots;
   stack_capacity = cap;
   return true;
@@ -124,7 +147,7 @@ static prof_stack_t *stack_intern(const uintptr_t *pcs, unsigned depth) {
   }
   if (stack_count >= config.max_stacks) return NULL;
   if ((stack_count + 1) * 2 > stack_capacity && !stack_table_grow()) return NULL;
-  prof_stack_t *s = base_alloc(sizeof(*s) + depth * sizeof(*pcs));
+  prof_stack_t *s = prof_meta_alloc(sizeof(*s) + depth * sizeof(*pcs));
   if (!s) return NULL;
   s->hash = h;
   s->depth = depth;
@@ -146,7 +169,7 @@ static size_t record_bucket(uintptr_t ptr) {
 
 static bool record_buckets_grow(void) {
   size_t n = record_nbuckets ? record_nbuckets * 2 : 4096;
-  prof_record_t **b = base_alloc(n * sizeof(*b));
+  prof_record_t **b = prof_meta_alloc(n * sizeof(*b));
   if (!b) return false;
   size_t old_n = record_nbuckets;
   prof_record_t **old = record_buckets;
@@ -160,13 +183,13 @@ static bool record_buckets_grow(void) {
       b[j] = r;
     }
   }
-  if (old) base_free(old, old_n * sizeof(*old));
+  if (old) prof_meta_free(old, old_n * sizeof(*old));
   return true;
 }
 
 static prof_record_t *record_new(void) {
   if (!record_free_list) {
-    prof_record_t *chunk = base_alloc(RECORD_CHUNK);
+    prof_record_t *chunk = prof_meta_alloc(RECORD_CHUNK);
     if (!chunk) return NULL;
     for (size_t i = 0; i < RECORD_CHUNK / sizeof(*chunk); i++) {
       chunk[i].next = record_free_list;
@@ -217,6 +240,7 @@ bool prof_record_alloc(void *ptr, size_t usize, const uintptr_t *pcs, unsigned d
       record_buckets[j] = r;
       record_count++;
       counts_add(&s->counts, usize, weight, false);
+      atomic_fetch_add_explicit(&sampled_padding, padding_of(usize), memory_order_relaxed);
       ok = true;
     }
   }
@@ -238,6 +262,7 @@ bool prof_record_free(void *ptr) {
   }
   if (found) {
     counts_remove(&found->stack->counts, found->usize, found->weight);
+    atomic_fetch_sub_explicit(&sampled_padding, padding_of(found->usize), memory_order_relaxed);
     found->next = record_free_list;
     record_free_list = found;
     record_count--;
@@ -285,6 +310,7 @@ void prof_sample_reset(unsigned lg_sample) {
     record_buckets[i] = NULL;
   }
   record_count = 0;
+  atomic_store_explicit(&sampled_padding, 0, memory_order_relaxed); /* the blocks are forgotten */
   dropped = 0;
   lock_release(&prof_lock);
 }
@@ -309,7 +335,7 @@ bool prof_snapshot_take(prof_snapshot_t *s) {
   for (int attempt = 0; attempt < 4; attempt++) {
     size_t n = __atomic_load_n(&stack_count, __ATOMIC_RELAXED) + 64;
     size_t size = n * sizeof(prof_snapshot_entry_t);
-    prof_snapshot_entry_t *e = base_alloc(size);
+    prof_snapshot_entry_t *e = prof_meta_alloc(size);
     if (!e) return false;
     lock_acquire(&prof_lock);
     if (stack_count <= n) {
@@ -328,13 +354,13 @@ bool prof_snapshot_take(prof_snapshot_t *s) {
       return true;
     }
     lock_release(&prof_lock);
-    base_free(e, size);
+    prof_meta_free(e, size);
   }
   return false;
 }
 
 void prof_snapshot_release(prof_snapshot_t *s) {
-  if (s->entries) base_free(s->entries, s->alloc_size);
+  if (s->entries) prof_meta_free(s->entries, s->alloc_size);
   s->entries = NULL;
   s->count = 0;
 }

@@ -43,3 +43,16 @@ assert sites and sites[0][1] == 'hot_arena', sites
 assert abs(int(sites[0][0]) / (16 << 20) - 1) < 0.2, sites[0]
 print('mallocx(MALLOCX_ARENA): hot_arena sampled, %.1f MiB estimated: ok' % (int(sites[0][0]) / 2**20))
 PY
+# The profiler's own memory in the stats (JSON "prof" section), after the reset run.
+TESSERA_CONF="prof:true,lg_prof_sample:14,prof_prefix:$dir/m,stats_print:true,stats_print_opts:J" "$bin" "$dir" reset 2>"$dir/stats.json" >/dev/null
+python3 - "$dir/stats.json" <<'PY'
+import json, sys
+text = open(sys.argv[1]).read()
+doc = json.loads(text[text.index('{"tessera"') if '{"tessera"' in text else text.index('{'):])
+prof = doc['tessera']['prof']
+assert 0 < prof['metadata'] <= doc['tessera']['stats']['metadata'], prof
+# After the reset only cold()'s ~128 blocks (at lg 15) are recorded; each 1000-byte block
+# (class 1024) has a page of its own: 3072 bytes of padding.
+assert 50 * 3072 < prof['sampled_padding'] < 250 * 3072, prof
+print('stats: prof.metadata %d, prof.sampled_padding %d: ok' % (prof['metadata'], prof['sampled_padding']))
+PY
