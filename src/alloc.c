@@ -93,6 +93,15 @@ static void *alloc_any(size_t size) {
   return alloc_counted(arena_malloc_large(current_arena(tc), size, PAGE, false), large_usable_size(size));
 }
 
+/* prof:true and this allocation is its class's sampled one: a block from the cache like
+ * any other, marked in place (prof_hooks.h), then recorded with its stack. */
+PROF_API_ENTRY static void *alloc_sampled_cached(tcache_t *tc, unsigned c) {
+  void *p = prof_cache_take(tc, c);
+  if (p == NULL) p = alloc_cached_class(tc, c);
+  if (p != NULL) prof_block_record_in_place(p, class_infos[c].size);
+  return p;
+}
+
 /* prof:true: malloc's fast path popped the prof bin of the size's class to its stop
  * (prof_cache.h), or the size is not cached. Decides on the exact count whether this
  * allocation is its class's sampled one, then serves it from the prof bin's parked
@@ -105,7 +114,7 @@ PROF_API_ENTRY static void *malloc_profiled(size_t size) {
     if (prof_alloc_due(usize)) return alloc_sampled(usize, PAGE, false);
     return alloc_any(size);
   }
-  if (prof_cache_due(tc, c, &tls_thread.prof)) return alloc_sampled(usize, PAGE, false);
+  if (prof_cache_due(tc, c, &tls_thread.prof)) return alloc_sampled_cached(tc, c);
   void *p = prof_cache_take(tc, c);
   if (p == NULL) p = alloc_cached_class(tc, c);
   if (p != NULL) prof_cache_arm(tc, c);

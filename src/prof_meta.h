@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * prof_meta: the memory the heap profiler itself uses, for the stats (the "prof"
- * section): its metadata (stack and record tables, module table, dump buffers, all from
- * base_alloc through prof_meta_alloc) and the padding of the sampled blocks, each of
+ * section): its metadata (stack and record tables and dump buffers, from base_alloc
+ * through prof_meta_alloc, and the module table: prof_modules_bytes) and the padding of the sampled blocks, each of
  * which has pages of its own (prof_hooks.h). Implemented in prof_sample.c.
  */
 #ifndef TESSERA_PROF_META_H

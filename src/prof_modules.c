@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* prof_modules: see prof_modules.h for the locking argument. */
 #include "prof_modules.h"
-#include "prof_meta.h"
+#include "base.h"
 
 #include "lock.h"
 #include "os.h"
@@ -99,9 +99,9 @@ static void sort_by_lo(prof_module_t *m, unsigned n) {
 static bool grow(unsigned need) {
   unsigned cap = table_capacity ? table_capacity : 64;
   while (cap < need) cap *= 2;
-  prof_module_t *fresh = prof_meta_alloc(cap * sizeof(prof_module_t));
+  prof_module_t *fresh = base_alloc(cap * sizeof(prof_module_t));
   if (!fresh) return false;
-  if (table.modules) prof_meta_free(table.modules, table_capacity * sizeof(prof_module_t));
+  if (table.modules) base_free(table.modules, table_capacity * sizeof(prof_module_t));
   table.modules = fresh;
   table.count = 0;
   table_capacity = cap;
@@ -158,6 +158,8 @@ bool prof_modules_locked(void (*fn)(const prof_module_table_t *t, void *arg), vo
   lock_release(&gate);
   return c.ran;
 }
+
+size_t prof_modules_bytes(void) { return __atomic_load_n(&table_capacity, __ATOMIC_RELAXED) * sizeof(prof_module_t); }
 
 void prof_modules_fork_prepare(void) { lock_fork_prepare(&gate); }
 void prof_modules_fork_parent(void) { lock_fork_release(&gate); }

@@ -2,6 +2,7 @@
 /* prof_sample: see prof_sample.h. */
 #include "prof_sample.h"
 #include "prof_meta.h"
+#include "prof_modules.h"
 
 #include "base.h"
 #include "lock.h"
@@ -16,10 +17,12 @@ typedef struct prof_record {
   prof_stack_t *stack;
   size_t usize;
   double weight;
+  const prof_mark_t *mark; /* how the allocator marked the block, or NULL */
 } prof_record_t;
 
 #define RECORD_CHUNK ((size_t)64 << 10)
 
+_Atomic bool prof_active_now;
 static lock_t prof_lock;
 static prof_config_t config = PROF_CONFIG_DEFAULT;
 static _Atomic uint64_t period = (uint64_t)1 << 19;
@@ -50,12 +53,16 @@ void prof_meta_free(void *p, size_t size) {
   atomic_fetch_sub_explicit(&meta_bytes, size, memory_order_relaxed);
 }
 
-size_t prof_meta_bytes(void) { return atomic_load_explicit(&meta_bytes, memory_order_relaxed); }
+size_t prof_meta_bytes(void) {
+  return atomic_load_explicit(&meta_bytes, memory_order_relaxed) + prof_modules_bytes();
+}
 size_t prof_meta_sampled_padding(void) { return atomic_load_explicit(&sampled_padding, memory_order_relaxed); }
 
-/* The pages a sampled block of usize bytes has beyond usize (prof_block_new rounds to
- * pages). */
-static size_t padding_of(size_t usize) { return ((usize + PAGE_MASK) & ~(size_t)PAGE_MASK) - usize; }
+/* The pages a sampled block of usize bytes has beyond usize: a block with pages of its
+ * own (prof_block_new rounds to pages), not one marked in place. */
+static size_t padding_of(const prof_record_t *r) {
+  return r->mark ? 0 : ((r->usize + PAGE_MASK) & ~(size_t)PAGE_MASK) - r->usize;
+}
 
 /* ---------------------------------------------------------------- sampling math */
 
@@ -221,7 +228,18 @@ static void counts_remove(prof_counts_t *c, size_t usize, double weight) {
   if (c->live_objects == 0) c->live_est_objects = c->live_est_bytes = 0; /* no rounding residue */
 }
 
+/* Forgets record r (taken off its chain already). Lock held. */
+static void record_forget(prof_record_t *r) {
+  counts_remove(&r->stack->counts, r->usize, r->weight);
+  atomic_fetch_sub_explicit(&sampled_padding, padding_of(r), memory_order_relaxed);
+  if (r->mark) r->mark->forget(r->ptr);
+}
+
 bool prof_record_alloc(void *ptr, size_t usize, const uintptr_t *pcs, unsigned depth) {
+  return prof_record_alloc_marked(ptr, usize, pcs, depth, NULL);
+}
+
+bool prof_record_alloc_marked(void *ptr, size_t usize, const uintptr_t *pcs, unsigned depth, const prof_mark_t *mark) {
   if (!ptr) return false;
   if (depth > config.max_depth) depth = config.max_depth;
   double weight = prof_sample_weight(usize, prof_sample_period());
@@ -230,17 +248,23 @@ bool prof_record_alloc(void *ptr, size_t usize, const uintptr_t *pcs, unsigned d
   prof_stack_t *s = record_count < config.max_records ? stack_intern(pcs, depth) : NULL;
   if (s && (record_count + 1 <= record_nbuckets * 2 || record_buckets_grow())) {
     prof_record_t *r = record_new();
+    if (r && mark && !mark->mark((uintptr_t)ptr)) { /* cannot be marked: not sampled */
+      r->next = record_free_list;
+      record_free_list = r;
+      r = NULL;
+    }
     if (r) {
       r->ptr = (uintptr_t)ptr;
       r->stack = s;
       r->usize = usize;
       r->weight = weight;
+      r->mark = mark;
       size_t j = record_bucket(r->ptr);
       r->next = record_buckets[j];
       record_buckets[j] = r;
       record_count++;
       counts_add(&s->counts, usize, weight, false);
-      atomic_fetch_add_explicit(&sampled_padding, padding_of(usize), memory_order_relaxed);
+      atomic_fetch_add_explicit(&sampled_padding, padding_of(r), memory_order_relaxed);
       ok = true;
     }
   }
@@ -261,8 +285,7 @@ bool prof_record_free(void *ptr) {
     }
   }
   if (found) {
-    counts_remove(&found->stack->counts, found->usize, found->weight);
-    atomic_fetch_sub_explicit(&sampled_padding, padding_of(found->usize), memory_order_relaxed);
+    record_forget(found);
     found->next = record_free_list;
     record_free_list = found;
     record_count--;
@@ -282,7 +305,8 @@ bool prof_sample_alloc(prof_thread_t *t, void *ptr, size_t usize, unsigned skip)
   return ok;
 }
 
-bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, size_t usize, uintptr_t lo, uintptr_t hi) {
+bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, size_t usize, uintptr_t lo, uintptr_t hi,
+                               const prof_mark_t *mark) {
   if (t->busy || !ptr) return false;
   t->busy = true;
   uintptr_t pcs[PROF_DEPTH_MAX + PROF_TRIM_FRAMES];
@@ -290,7 +314,7 @@ bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, size_t usize, uintpt
   unsigned first = 0;
   for (unsigned i = 0; i < depth && i < PROF_TRIM_FRAMES; i++)
     if (pcs[i] >= lo && pcs[i] < hi) first = i + 1;
-  bool ok = prof_record_alloc(ptr, usize, pcs + first, depth - first);
+  bool ok = prof_record_alloc_marked(ptr, usize, pcs + first, depth - first, mark);
   t->busy = false;
   return ok;
 }
@@ -304,13 +328,14 @@ void prof_sample_reset(unsigned lg_sample) {
   for (size_t i = 0; i < record_nbuckets; i++) {
     for (prof_record_t *r = record_buckets[i], *next; r; r = next) {
       next = r->next;
+      if (r->mark) r->mark->forget(r->ptr);
       r->next = record_free_list;
       record_free_list = r;
     }
     record_buckets[i] = NULL;
   }
   record_count = 0;
-  atomic_store_explicit(&sampled_padding, 0, memory_order_relaxed); /* the blocks are forgotten */
+  atomic_store_explicit(&sampled_padding, 0, memory_order_relaxed);
   dropped = 0;
   lock_release(&prof_lock);
 }
