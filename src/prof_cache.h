@@ -33,10 +33,10 @@
 #include "prof_sample.h"
 #include "types.h"
 
-/* Blocks a prof bin holds at most; and (PROF_CACHE_BYTES) at most 32 KiB of blocks,
+/* Blocks a prof bin holds at most; and (PROF_CACHE_BYTES) at most 16 KiB of blocks,
  * but PROF_CACHE_MIN blocks whatever their size. */
 #define PROF_CACHE_SLOTS 128
-#define PROF_CACHE_BYTES ((size_t)32 << 10)
+#define PROF_CACHE_BYTES ((size_t)16 << 10)
 #define PROF_CACHE_MIN 4
 
 /* The prof bin of class c. */

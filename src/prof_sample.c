@@ -20,7 +20,7 @@ typedef struct prof_record {
   const prof_mark_t *mark; /* how the allocator marked the block, or NULL */
 } prof_record_t;
 
-#define RECORD_CHUNK ((size_t)64 << 10)
+#define RECORD_CHUNK ((size_t)16 << 10)
 
 _Atomic bool prof_active_now;
 static lock_t prof_lock;
@@ -175,7 +175,7 @@ static size_t record_bucket(uintptr_t ptr) {
 }
 
 static bool record_buckets_grow(void) {
-  size_t n = record_nbuckets ? record_nbuckets * 2 : 4096;
+  size_t n = record_nbuckets ? record_nbuckets * 2 : 1024;
   prof_record_t **b = prof_meta_alloc(n * sizeof(*b));
   if (!b) return false;
   size_t old_n = record_nbuckets;
