@@ -135,19 +135,31 @@ static void *alloc_any(size_t size) {
   return alloc_counted(arena_malloc_large(current_arena(tc), size, PAGE, false), large_usable_size(size));
 }
 
+/* prof:true and this allocation is its class's sampled one: a block from the cache like
+ * any other, marked in place (prof_hooks.h), then recorded with its stack. */
+PROF_API_ENTRY static void *alloc_sampled_cached(tcache_t *tc, unsigned c) {
+  void *p = prof_cache_take(tc, c);
+  if (p == NULL) p = alloc_cached_class(tc, c);
+  if (p != NULL) prof_block_record_in_place(p, class_infos[c].size);
+  return p;
+}
+
 /* prof:true: malloc's fast path popped the prof bin of the size's class to its stop
  * (prof_cache.h), or the size is not cached. Decides on the exact count whether this
- * allocation crosses the sample point, then serves it from the prof bin's parked
+ * allocation is its class's sampled one, then serves it from the prof bin's parked
  * blocks, the ordinary bin or a refill, and grants the prof bin a new allowance. */
 PROF_API_ENTRY static void *malloc_profiled(size_t size) {
   unsigned c = size <= LOOKUP_MAX ? size_to_class(size) : 0;
   size_t usize = size <= LOOKUP_MAX ? class_infos[c].size : large_usable_size(size);
-  if (prof_alloc_due(usize)) return alloc_sampled(usize, PAGE, false);
   tcache_t *tc = size <= LOOKUP_MAX ? tcache_get() : NULL;
-  if (tc == NULL || tcache_bin(tc, c)->capacity == 0) return alloc_any(size);
+  if (tc == NULL || tcache_bin(tc, c)->capacity == 0 || prof_cache_bin(tc, c)->capacity == 0) {
+    if (prof_alloc_due(usize)) return alloc_sampled(usize, PAGE, false);
+    return alloc_any(size);
+  }
+  if (prof_cache_due(tc, c, &tls_thread.prof)) return alloc_sampled_cached(tc, c);
   void *p = prof_cache_take(tc, c);
   if (p == NULL) p = alloc_cached_class(tc, c);
-  if (p != NULL) prof_cache_arm(tc, c, &tls_thread.prof);
+  if (p != NULL) prof_cache_arm(tc, c);
   return p;
 }
 

@@ -111,6 +111,8 @@ extent_t *free_lookup_block(const void *p, const char *func, unsigned *class_out
 
 static void free_block_now(extent_t *e, unsigned c, void *p) {
   tessera_assert(c < NSMALL ? e->state == EXTENT_SLAB : (e->state == EXTENT_LARGE && e->addr == (uintptr_t)p));
+  /* Before the block can be handed out again (and sampled again): prof_hooks.h. */
+  if (unlikely(__atomic_load_n(&e->sampled, __ATOMIC_RELAXED))) prof_block_free(p);
   if (unlikely(opt_junk)) memset(p, JUNK_FREE, c < NSMALL ? class_infos[c].size : e->npages * PAGE);
   if (c < NCACHED_MAX) block_set_freed_key(p); /* a later free of p is a double free */
   if (c < NSMALL) {
@@ -118,8 +120,6 @@ static void free_block_now(extent_t *e, unsigned c, void *p) {
     arena_free_small(e, p);
   } else {
     tls_thread.deallocated += e->npages * PAGE;
-    /* Before the block can be handed out again (and sampled again). */
-    if (unlikely(e->sampled)) prof_block_free(p);
     arena_free_large(e->arena, e);
   }
 }
@@ -199,7 +199,9 @@ static void free_checked(void *p, extent_t *e, unsigned c) {
     return;
   }
   if (c < NCACHED_MAX && tcache_bin(tc, c)->capacity > 0) {
-    /* Here when the bin was full or when the free map is off (free_map.h). */
+    /* Here when the bin was full, when the free map is off (free_map.h), or when the
+     * profiler sent the block's extent here (prof_hooks.h). */
+    if (unlikely(__atomic_load_n(&e->sampled, __ATOMIC_RELAXED))) prof_block_free(p);
     block_set_freed_key(p);
     tcache_free_slow(tc, c, p);
     return;

@@ -9,6 +9,7 @@
 #include "hardened_key.h"
 #include "options.h"
 #include "pagemap.h"
+#include "prof_hooks.h"
 #include "size_class.h"
 #include "tcache.h"
 #include "thread.h"
@@ -17,11 +18,11 @@ size_t prof_cache_slots(void) { return opt_prof ? (size_t)NCACHED_MAX * (PROF_CA
 
 static uint16_t low16(void **p) { return (uint16_t)(uintptr_t)p; }
 static void **stack_end(const cache_bin_t *m) { return m->slots + m->capacity; }
-/* Where the fast path stops: low_empty names it by its low 16 bits (a stack spans less
- * than 64 KiB, and head <= stop <= end). */
-static void **stop_of(const cache_bin_t *m) {
-  return m->head + (uint16_t)(m->low_empty - low16(m->head)) / sizeof(void *);
-}
+
+/* A prof bin never fills or flushes through its own counters, so nfilled holds the
+ * class's count instead: blocks from the next allocation up to and including the next
+ * sampled one (0: not drawn yet). */
+static uint64_t *blocks_left(cache_bin_t *m) { return &m->nfilled; }
 
 void **prof_cache_place(tcache_t *tc, void **slot) {
   if (!opt_prof) return slot;
@@ -39,45 +40,52 @@ void **prof_cache_place(tcache_t *tc, void **slot) {
   return slot;
 }
 
-/* The pops the fast path made since the last look count as the ordinary bin's. */
+/* The pops the fast path made since the last slow path: counted as the ordinary bin's
+ * and off the class's count; the fast path stops at the head until the bin is armed. */
 static void settle(tcache_t *tc, unsigned c) {
   cache_bin_t *m = prof_cache_bin(tc, c), *a = tcache_bin(tc, c);
   uint64_t pops = m->nmalloc - m->gc_nmalloc; /* gc_nmalloc: the pops already counted */
   a->nmalloc += pops;
   a->nfilled += pops;
   m->gc_nmalloc = m->nmalloc;
+  *blocks_left(m) -= pops; /* the allowance kept pops below it */
+  m->low_empty = low16(m->head);
 }
 
-/* Cuts c's allowance to keep of what is left (keep 0: the bin stops at its head);
- * returns the bytes taken back. */
-static int64_t cut(tcache_t *tc, unsigned c, unsigned keep_shift) {
+bool prof_cache_due(tcache_t *tc, unsigned c, prof_thread_t *t) {
   cache_bin_t *m = prof_cache_bin(tc, c);
-  size_t left = (size_t)(stop_of(m) - m->head), keep = keep_shift ? left >> keep_shift : 0;
-  m->low_empty = low16(m->head + keep);
-  if (keep == 0) tc->prof_armed &= ~((uint64_t)1 << c);
-  return (int64_t)((left - keep) * class_infos[c].size);
-}
-static int64_t disarm(tcache_t *tc, unsigned c) { return cut(tc, c, 0); }
-
-/* Takes back all (keep_shift 0) or half (1) of every bin's allowance. */
-static int64_t reclaim(tcache_t *tc, unsigned keep_shift) {
-  int64_t refund = 0;
-  for (uint64_t armed = tc->prof_armed; armed != 0; armed &= armed - 1)
-    refund += cut(tc, (unsigned)__builtin_ctzll(armed), keep_shift);
-  return refund;
+  settle(tc, c);
+  uint64_t *left = blocks_left(m);
+  if (*left == 0) *left = prof_blocks_until_sample(t, class_infos[c].size);
+  if (--*left > 0) return false;
+  *left = prof_blocks_until_sample(t, class_infos[c].size); /* from the next allocation on */
+  return prof_sample_wanted(t);
 }
 
-int64_t prof_cache_reclaim(tcache_t *tc) { return reclaim(tc, 0); }
-int64_t prof_cache_reclaim_half(tcache_t *tc) { return reclaim(tc, 1); }
+/* Blocks c's prof bin may hold and hand out: a stack's worth of small blocks, fewer of
+ * bigger ones (what it holds is kept from the ordinary bin's GC), never past the block
+ * before the class's next sample. */
+static size_t want_of(cache_bin_t *m, unsigned c) {
+  size_t most = PROF_CACHE_BYTES / class_infos[c].size;
+  if (most < PROF_CACHE_MIN) most = PROF_CACHE_MIN;
+  if (most > m->capacity) most = m->capacity;
+  uint64_t left = *blocks_left(m);
+  return left == 0 ? 0 : left - 1 < most ? (size_t)(left - 1) : most;
+}
+
+static void pull(tcache_t *tc, unsigned c, unsigned n);
 
 void *prof_cache_take(tcache_t *tc, unsigned c) {
-  cache_bin_t *m = prof_cache_bin(tc, c);
-  if (m->capacity == 0 || m->head == stack_end(m)) return NULL;
-  tls_thread.prof.bytes_until_sample += disarm(tc, c);
-  settle(tc, c);
+  cache_bin_t *m = prof_cache_bin(tc, c), *a = tcache_bin(tc, c);
+  if (m->head == stack_end(m)) {
+    /* Nothing parked, and the ordinary bin too short for a useful allowance: its few
+     * blocks are parked, so that the caller's allocation refills it with a batch. */
+    unsigned have = cache_bin_count(a);
+    if (c < NSMALL && have > 0 && have < want_of(m, c) / 2) pull(tc, c, have);
+    return NULL;
+  }
   void *p = *m->head++;
   m->low_empty = low16(m->head);
-  cache_bin_t *a = tcache_bin(tc, c);
   a->nmalloc++;
   a->nfilled++;
   return block_clear_freed_key(p);
@@ -97,29 +105,19 @@ static void pull(tcache_t *tc, unsigned c, unsigned n) {
   a->nfilled -= n; /* back when each is popped (settle) or flushed */
 }
 
-void prof_cache_arm(tcache_t *tc, unsigned c, prof_thread_t *t) {
+void prof_cache_arm(tcache_t *tc, unsigned c) {
   cache_bin_t *m = prof_cache_bin(tc, c);
-  if (m->capacity == 0) return;
-  t->bytes_until_sample += disarm(tc, c);
-  settle(tc, c);
-  size_t size = class_infos[c].size;
-  int64_t half = t->bytes_until_sample / 2;
-  size_t want = half > 0 ? (size_t)half / size : 0;
-  if (want > m->capacity) want = m->capacity;
+  size_t want = want_of(m, c);
   size_t held = (size_t)(stack_end(m) - m->head);
   if (held < want) pull(tc, c, (unsigned)(want - held));
   held = (size_t)(stack_end(m) - m->head);
-  size_t grant = want < held ? want : held;
-  m->low_empty = low16(m->head + grant);
-  t->bytes_until_sample -= (int64_t)(grant * size);
-  if (grant > 0) tc->prof_armed |= (uint64_t)1 << c;
+  m->low_empty = low16(m->head + (want < held ? want : held));
 }
 
 void prof_cache_flush(tcache_t *tc) {
   for (unsigned c = 0; c < NCACHED_MAX; c++) {
     cache_bin_t *m = prof_cache_bin(tc, c), *a = tcache_bin(tc, c);
     if (m->capacity == 0) continue;
-    tls_thread.prof.bytes_until_sample += disarm(tc, c);
     settle(tc, c);
     unsigned n = (unsigned)(stack_end(m) - m->head), left = n;
     if (c < NSMALL) {

@@ -477,14 +477,19 @@ static prof_step_t apply_row(const prof_memory_t *mem, const row_t *row, bool si
  * module table's generation, so a PC of a module unloaded since is never trusted.
  */
 #define ROW_CACHE_SIZE 512 /* a power of two */
+#define ROW_CACHE_SAVED 8  /* registers saved at an offset from the CFA, at most */
 typedef struct cached_row {
   uintptr_t pc; /* 0: empty */
   uint64_t generation;
   int32_t cfa_offset;
   uint8_t cfa_reg;
   bool signal_frame;
-  uint8_t kind[PROF_NREGS];
-  int32_t offset[PROF_NREGS];
+  bool rsp_is_cfa;    /* the stack pointer's rule is "same": the caller's is the CFA */
+  bool outermost;     /* the return address is undefined: the walk ends here */
+  uint8_t nsaved;
+  uint32_t keep_mask; /* registers whose rule is "same" (the rest are undefined) */
+  uint8_t saved_reg[ROW_CACHE_SAVED];
+  int32_t saved_offset[ROW_CACHE_SAVED];
 } cached_row_t;
 static cached_row_t row_cache[ROW_CACHE_SIZE];
 
@@ -494,38 +499,43 @@ static bool fits_int32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
 
 static void cache_store(uintptr_t pc, uint64_t generation, const row_t *row, bool signal_frame) {
   if (row->cfa_expr || row->cfa_reg >= PROF_NREGS || !fits_int32(row->cfa_offset)) return;
+  unsigned ra = row->regs[PROF_REG_RIP].kind;
+  if (ra != RULE_OFFSET && ra != RULE_UNDEF) return; /* the common shape only */
   cached_row_t c = {.pc = pc, .generation = generation, .cfa_offset = (int32_t)row->cfa_offset,
-                    .cfa_reg = (uint8_t)row->cfa_reg, .signal_frame = signal_frame};
+                    .cfa_reg = (uint8_t)row->cfa_reg, .signal_frame = signal_frame,
+                    .rsp_is_cfa = row->regs[PROF_REG_RSP].kind == RULE_SAME, .outermost = ra == RULE_UNDEF};
   for (unsigned i = 0; i < PROF_NREGS; i++) {
     const rule_t *r = &row->regs[i];
-    if (r->kind != RULE_SAME && r->kind != RULE_UNDEF && r->kind != RULE_OFFSET) return;
-    if (!fits_int32(r->value)) return;
-    c.kind[i] = r->kind;
-    c.offset[i] = (int32_t)r->value;
+    if (r->kind == RULE_SAME && i != PROF_REG_RSP) c.keep_mask |= 1u << i;
+    else if (r->kind == RULE_OFFSET && c.nsaved < ROW_CACHE_SAVED && fits_int32(r->value)) {
+      c.saved_reg[c.nsaved] = (uint8_t)i;
+      c.saved_offset[c.nsaved++] = (int32_t)r->value;
+    } else if (r->kind != RULE_UNDEF && !(r->kind == RULE_SAME && i == PROF_REG_RSP)) {
+      return;
+    }
   }
   *cache_slot(pc) = c;
 }
 
-/* apply_row for a cached row (same rules, without building a row). */
+/* apply_row for a cached row (same rules, without building a row): the registers kept
+ * stay in place, the saved ones are read from the stack, the others become unknown. */
 static prof_step_t apply_cached(const prof_memory_t *mem, const cached_row_t *c, prof_regs_t *regs) {
   if (!(regs->valid & (1u << c->cfa_reg))) return PROF_STEP_BAD;
+  if (c->outermost) return PROF_STEP_END;
   uintptr_t cfa = regs->r[c->cfa_reg] + (uintptr_t)(int64_t)c->cfa_offset;
-  if (c->kind[PROF_REG_RIP] == RULE_UNDEF) return PROF_STEP_END;
-  prof_regs_t next = {.valid = 0};
-  for (unsigned i = 0; i < PROF_NREGS; i++) {
-    bool ok = c->kind[i] == RULE_SAME     ? (regs->valid >> i) & 1 && (next.r[i] = regs->r[i], true)
-              : c->kind[i] == RULE_OFFSET ? prof_memory_read(mem, cfa + (uintptr_t)(int64_t)c->offset[i], &next.r[i])
-                                          : false;
-    if (ok) next.valid |= 1u << i;
+  if (!c->signal_frame && cfa <= regs->r[PROF_REG_RSP]) return PROF_STEP_BAD; /* must move up */
+  uintptr_t saved[ROW_CACHE_SAVED];
+  uint32_t valid = regs->valid & c->keep_mask;
+  for (unsigned k = 0; k < c->nsaved; k++)
+    if (prof_memory_read(mem, cfa + (uintptr_t)(int64_t)c->saved_offset[k], &saved[k])) valid |= 1u << c->saved_reg[k];
+  if (!(valid & (1u << PROF_REG_RIP))) return PROF_STEP_BAD;
+  for (unsigned k = 0; k < c->nsaved; k++) regs->r[c->saved_reg[k]] = saved[k];
+  if (c->rsp_is_cfa) {
+    regs->r[PROF_REG_RSP] = cfa;
+    valid |= 1u << PROF_REG_RSP;
   }
-  if (!(next.valid & (1u << PROF_REG_RIP))) return PROF_STEP_BAD;
-  if (c->kind[PROF_REG_RSP] == RULE_SAME) {
-    next.r[PROF_REG_RSP] = cfa;
-    next.valid |= 1u << PROF_REG_RSP;
-  }
-  if (!c->signal_frame && cfa <= regs->r[PROF_REG_RSP]) return PROF_STEP_BAD;
-  *regs = next;
-  return next.r[PROF_REG_RIP] ? PROF_STEP_OK : PROF_STEP_END;
+  regs->valid = valid;
+  return regs->r[PROF_REG_RIP] ? PROF_STEP_OK : PROF_STEP_END;
 }
 
 prof_step_t prof_cfi_step(const prof_memory_t *mem, prof_regs_t *regs, bool pc_is_return_address) {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* prof_dump: see prof_dump.h. */
 #include "prof_dump.h"
+#include "prof_meta.h"
 
-#include "base.h"
 #include "prof_jeprof.h"
 #include "prof_pprof.h"
 #include "prof_report.h"
@@ -75,7 +75,7 @@ static void write_symbolized(const prof_module_table_t *t, void *arg) {
   }
   if (j->report_fd >= 0) prof_out_open_fd(&j->out, j->report_fd, false);
   else j->ok &= prof_out_open(&j->out, j->summary_path, false, false);
-  prof_report_write(&j->out, &j->snap, &sym, j->title, j->max_sites, 16);
+  prof_report_write(&j->out, &j->snap, &sym, j->title, j->max_sites, 16, j->report_fd < 0);
   if (j->report_fd >= 0) {
     prof_out_flush(&j->out);
     j->ok &= !j->out.failed;
@@ -86,10 +86,10 @@ static void write_symbolized(const prof_module_table_t *t, void *arg) {
 }
 
 static dump_job_t *job_new(void) {
-  dump_job_t *j = base_alloc(sizeof(dump_job_t));
+  dump_job_t *j = prof_meta_alloc(sizeof(dump_job_t));
   if (!j) return NULL;
   if (!prof_snapshot_take(&j->snap)) {
-    base_free(j, sizeof(*j));
+    prof_meta_free(j, sizeof(*j));
     return NULL;
   }
   j->ok = true;
@@ -99,7 +99,7 @@ static dump_job_t *job_new(void) {
 
 static void job_free(dump_job_t *j) {
   prof_snapshot_release(&j->snap);
-  base_free(j, sizeof(*j));
+  prof_meta_free(j, sizeof(*j));
 }
 
 /* Writes heap_path and j->pb_path (and j->summary_path if set), then frees j. */
@@ -107,7 +107,7 @@ static bool dump_job_run(dump_job_t *j, const char *heap_path) {
   j->ok &= prof_out_open(&j->out, heap_path, false, false);
   prof_jeprof_write(&j->out, &j->snap);
   j->ok &= prof_out_close(&j->out);
-  j->title = "tessera heap profile: top allocation sites by bytes in use";
+  j->title = "tessera heap profile: top allocation sites";
   j->max_sites = PROF_SUMMARY_SITES;
   if (!prof_modules_locked(write_symbolized, j)) j->ok = false;
   bool ok = j->ok;

@@ -7,12 +7,13 @@
 
 #include "arena.h"
 #include "extent.h"
+#include "free_map.h"
 #include "lock.h"
 #include "options.h"
 #include "os.h"
 #include "pagemap.h"
-#include "prof_cache.h"
 #include "prof_dump.h"
+#include "size_class.h"
 #include "stats.h"
 #include "tcache.h"
 
@@ -20,7 +21,6 @@
 extern const char __start_tessera_api[] __attribute__((visibility("hidden")));
 extern const char __stop_tessera_api[] __attribute__((visibility("hidden")));
 
-_Atomic bool prof_active_now;
 static int leak_fd = -1;                   /* a duplicate of stderr taken at start-up */
 static _Atomic uint64_t interval_counted;  /* bytes allocated, as counted at samples */
 static _Atomic uint64_t interval_next;     /* the next lg_prof_interval dump point */
@@ -42,19 +42,9 @@ void prof_hooks_boot(void) {
 
 bool prof_alloc_due_slow(size_t usize) {
   prof_thread_t *t = &tls_thread.prof;
-  /* The crossing is decided on the exact count: the allowances not used come back,
-   * half at a time while that leaves room for this allocation (the bins keep their
-   * fast path), all of them before a sample. */
-  tcache_t *tc = tls_thread.tcache;
-  if (tc != &tcache_empty) {
-    for (int round = 0; round < 3 && (int64_t)usize >= t->bytes_until_sample && tc->prof_armed; round++)
-      t->bytes_until_sample += prof_cache_reclaim_half(tc);
-    if ((int64_t)usize >= t->bytes_until_sample) t->bytes_until_sample += prof_cache_reclaim(tc);
-  }
   if (likely(!prof_sample_first_due(t, usize))) return false;
-  if (likely(atomic_load_explicit(&prof_active_now, memory_order_relaxed) && !t->busy)) return true;
-  prof_bytes_until_sample(t);
-  return false;
+  prof_bytes_until_sample(t); /* from the next allocation on */
+  return prof_sample_wanted(t);
 }
 
 void prof_hooks_constructed(void) {
@@ -101,16 +91,54 @@ static void dump_if_peak(void) {
   if (now > peak && atomic_compare_exchange_strong(&gdump_peak, &peak, now)) prof_dump(opt_prof_prefix, 'm');
 }
 
-PROF_API_ENTRY void prof_block_record(void *p, size_t usize) {
+/* A sampled block of a cached class stays where the cache put it: its extent (a slab, or
+ * a large block of the class) counts its sampled blocks in `sampled`, and the free-map
+ * entries of the pages the block spans are cleared, so that every free there takes
+ * free's slow path, which tells the profiler (prof_block_free). The extent's entries
+ * are written again when its last sampled block goes. Both run under the profiler's
+ * table lock (prof_record_alloc_marked). */
+static bool mark_in_place(uintptr_t p) {
+  pm_entry_t entry = pagemap_get(p);
+  extent_t *e = pm_extent(entry);
+  uint8_t n = __atomic_load_n(&e->sampled, __ATOMIC_RELAXED);
+  if (n == UINT8_MAX) return false;
+  __atomic_store_n(&e->sampled, (uint8_t)(n + 1), __ATOMIC_RELAXED);
+  if (e->state != EXTENT_SLAB) {
+    free_map_clear_block(e->addr, e->npages, false); /* a large block: its first page */
+  } else { /* the pages the block spans only: the slab's other frees keep the fast path */
+    uintptr_t first = p & ~(uintptr_t)PAGE_MASK;
+    uintptr_t last = (p + class_infos[pm_code(entry) - 1].size - 1) & ~(uintptr_t)PAGE_MASK;
+    free_map_clear_block(first, (last - first) / PAGE + 1, true);
+  }
+  return true;
+}
+
+static void forget_in_place(uintptr_t p) {
+  pm_entry_t entry = pagemap_get(p);
+  extent_t *e = pm_extent(entry);
+  uint8_t n = __atomic_load_n(&e->sampled, __ATOMIC_RELAXED) - 1;
+  __atomic_store_n(&e->sampled, n, __ATOMIC_RELAXED);
+  if (n == 0) free_map_set_block(e->addr, e->npages, e->state == EXTENT_SLAB, pm_code(entry));
+}
+
+static const prof_mark_t in_place = {mark_in_place, forget_in_place};
+
+/* Records p after its stack, then any dump the allocation triggers. */
+static void record(void *p, size_t usize, const prof_mark_t *mark) {
   prof_thread_t *t = &tls_thread.prof;
-  uint64_t consumed = (uint64_t)((int64_t)t->interval - t->bytes_until_sample);
-  prof_sample_alloc_outside(t, p, usize, (uintptr_t)__start_tessera_api, (uintptr_t)__stop_tessera_api);
+  /* The bytes allocated since the thread's previous sample, on average (what each
+   * stream counted down is not kept). */
+  uint64_t consumed = prof_sample_period();
+  prof_sample_alloc_outside(t, p, usize, (uintptr_t)__start_tessera_api, (uintptr_t)__stop_tessera_api, mark);
   if (p == NULL) return;
   t->busy = true; /* a dump's own allocations (none expected) are never sampled */
   dump_if_interval(consumed);
   dump_if_peak();
   t->busy = false;
 }
+
+PROF_API_ENTRY void prof_block_record(void *p, size_t usize) { record(p, usize, NULL); }
+PROF_API_ENTRY void prof_block_record_in_place(void *p, size_t usize) { record(p, usize, &in_place); }
 
 void prof_block_free(void *p) { prof_record_free(p); }
 

@@ -6,14 +6,19 @@
  * slow paths, and `extent->sampled` on the free of a large block (a slow path too).
  *
  * How every allocation is seen: with prof:true, boot points malloc's size -> bin table
- * at the prof bins (prof_cache.h), whose allowances never reach past the next sample
- * point; every other allocation path counts its usable size down the thread's byte
- * countdown (prof_alloc_due). free's fast path is unchanged.
+ * at the prof bins (prof_cache.h), whose allowances never reach past their class's next
+ * sample point; every other allocation path counts its usable size down the thread's
+ * byte countdown (prof_alloc_due). free's fast path is unchanged.
  *
- * A sampled block gets a large extent of its own, marked `sampled` and mapped as an
- * uncached large block (CODE_LARGE), whatever its size: its free misses free's fast
- * path, and free's slow path tells the profiler (prof_record_free) before the block
- * goes back to its arena (jemalloc serves sampled small blocks the same way).
+ * A sampled block of a cached class comes from the cache like any other
+ * (prof_block_record_in_place): its extent (slab, or large block of the class) counts
+ * it in `sampled`, and the free-map entries of the pages it spans are cleared (all of
+ * the extent's written again when its last sampled block goes), so every free there
+ * takes free's slow path, which tells the profiler (prof_block_free) when the extent
+ * is marked. Any other sampled allocation (large,
+ * aligned, zeroed large, mallocx with an arena) gets a large extent of its own, marked
+ * `sampled` and mapped as an uncached large block (CODE_LARGE), whatever its size:
+ * its free misses free's fast path the same way.
  *
  * Dumps (prof.dump, prof_final, prof_gdump, lg_prof_interval) and the leak report run
  * with no allocator lock held; see docs/profiling.md for the files.
@@ -31,16 +36,14 @@ void prof_hooks_boot(void);
 /* From the library's constructor: keeps a duplicate of stderr for the leak report. */
 void prof_hooks_constructed(void);
 
-extern _Atomic bool prof_active_now; /* prof.active */
-
-/* prof_alloc_due when the countdown less the outstanding allowances may be crossed. */
+/* prof_alloc_due when the countdown may be crossed. */
 bool prof_alloc_due_slow(size_t usize);
-/* With prof:true, on every allocation of usize bytes outside the prof bins' fast path:
- * whether it is the sampled one. Draws the next interval itself when sampling is
- * inactive or the thread is inside the profiler. */
+/* With prof:true, on every allocation of usize bytes outside the prof bins (the other
+ * allocations of cached classes count in their prof bins: prof_cache_due): whether it
+ * is the sampled one. Draws the next interval. */
 static inline bool prof_alloc_due(size_t usize) {
   prof_thread_t *t = &tls_thread.prof;
-  if (likely((int64_t)usize < t->bytes_until_sample)) { /* the allowances left aside */
+  if (likely((int64_t)usize < t->bytes_until_sample)) {
     t->bytes_until_sample -= (int64_t)usize;
     return false;
   }
@@ -56,7 +59,11 @@ extent_t *prof_block_new(arena_t *a, size_t usize, size_t align, bool zero);
  * then any dump the allocation triggers (lg_prof_interval, prof_gdump). p may be NULL
  * (the allocation failed): the next interval is drawn all the same. */
 void prof_block_record(void *p, size_t usize);
-/* The free of a block whose extent is marked sampled. */
+/* prof_block_record for a block of a cached class allocated from the cache: marked in
+ * place (above). */
+void prof_block_record_in_place(void *p, size_t usize);
+/* On every free (and realloc's free) of a block whose extent is marked sampled: the
+ * profiler forgets p if it was sampled. */
 void prof_block_free(void *p);
 
 /* prof.* (ctl.c). Each returns 0 or an errno value (ENOENT for a write or an action

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* prof_modules: see prof_modules.h for the locking argument. */
 #include "prof_modules.h"
-
 #include "base.h"
+
 #include "lock.h"
 #include "os.h"
 
@@ -158,6 +158,8 @@ bool prof_modules_locked(void (*fn)(const prof_module_table_t *t, void *arg), vo
   lock_release(&gate);
   return c.ran;
 }
+
+size_t prof_modules_bytes(void) { return __atomic_load_n(&table_capacity, __ATOMIC_RELAXED) * sizeof(prof_module_t); }
 
 void prof_modules_fork_prepare(void) { lock_fork_prepare(&gate); }
 void prof_modules_fork_parent(void) { lock_fork_release(&gate); }

@@ -59,6 +59,8 @@ typedef struct prof_module_table {
 /* Runs fn(table, arg) with the loader's lock held and the table current. Returns false
  * (without calling fn) only if dl_iterate_phdr found no module at all. */
 bool prof_modules_locked(void (*fn)(const prof_module_table_t *t, void *arg), void *arg);
+/* Bytes of the table (for the profiler's own memory, prof_meta.h). */
+size_t prof_modules_bytes(void);
 /* fork: the gate around the profiler's loader-lock sections, first in the lock order
  * (taken before any allocator lock; the loader's lock and base's are taken inside). */
 void prof_modules_fork_prepare(void);

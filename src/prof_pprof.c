@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* prof_pprof: see prof_pprof.h. */
 #include "prof_pprof.h"
+#include "prof_meta.h"
 
-#include "base.h"
 #include "prof_proto.h"
 
 #include <string.h>
@@ -43,14 +43,14 @@ typedef struct writer {
 static bool map_init(id_map_t *m, size_t n) {
   m->cap = 64;
   while (m->cap < 2 * n) m->cap *= 2;
-  m->keys = base_alloc(m->cap * sizeof(*m->keys));
-  m->ids = base_alloc(m->cap * sizeof(*m->ids));
+  m->keys = prof_meta_alloc(m->cap * sizeof(*m->keys));
+  m->ids = prof_meta_alloc(m->cap * sizeof(*m->ids));
   return m->keys && m->ids;
 }
 
 static void map_fini(id_map_t *m) {
-  if (m->keys) base_free(m->keys, m->cap * sizeof(*m->keys));
-  if (m->ids) base_free(m->ids, m->cap * sizeof(*m->ids));
+  if (m->keys) prof_meta_free(m->keys, m->cap * sizeof(*m->keys));
+  if (m->ids) prof_meta_free(m->ids, m->cap * sizeof(*m->ids));
 }
 
 /* The slot of key: found (keys[slot] == key) or the empty slot to fill. */

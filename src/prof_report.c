@@ -28,8 +28,43 @@ static void mib(prof_out_t *o, double bytes) {
   prof_out_str(o, " MiB");
 }
 
+/* One site: "#n: B bytes (P%) in O objects (S sampled)", then its frames. */
+static void site(prof_out_t *o, prof_symbolizer_t *sym, unsigned n, const prof_snapshot_entry_t *e, bool live,
+                 double total, unsigned max_frames) {
+  double bytes = live ? e->counts.live_est_bytes : e->counts.alloc_est_bytes;
+  double objects = live ? e->counts.live_est_objects : e->counts.alloc_est_objects;
+  prof_out_str(o, "\n#");
+  prof_out_dec(o, n);
+  prof_out_str(o, ": ");
+  prof_out_dec(o, (uint64_t)(bytes + 0.5));
+  prof_out_str(o, " bytes (");
+  prof_out_fixed(o, total > 0 ? 100.0 * bytes / total : 0, 1);
+  prof_out_str(o, "%) in ");
+  prof_out_fixed(o, objects, 0);
+  prof_out_str(o, " objects (");
+  prof_out_dec(o, live ? e->counts.live_objects : e->counts.alloc_objects);
+  prof_out_str(o, " sampled)\n");
+  for (unsigned k = 0; k < e->stack->depth && k < max_frames; k++) {
+    prof_out_str(o, "    ");
+    prof_report_frame(o, sym, e->stack->pcs[k]);
+    prof_out_str(o, "\n");
+  }
+}
+
+/* The sites of s (sorted already) with bytes of the kind asked for, up to max_sites. */
+static unsigned sites(prof_out_t *o, prof_symbolizer_t *sym, const prof_snapshot_t *s, bool live, unsigned max_sites,
+                      unsigned max_frames) {
+  unsigned shown = 0;
+  for (unsigned i = 0; i < s->count && shown < max_sites; i++) {
+    const prof_snapshot_entry_t *e = &s->entries[i];
+    if ((live ? e->counts.live_objects : e->counts.alloc_objects) == 0) break;
+    site(o, sym, ++shown, e, live, live ? s->total.live_est_bytes : s->total.alloc_est_bytes, max_frames);
+  }
+  return shown;
+}
+
 void prof_report_write(prof_out_t *o, prof_snapshot_t *s, prof_symbolizer_t *sym, const char *title,
-                       unsigned max_sites, unsigned max_frames) {
+                       unsigned max_sites, unsigned max_frames, bool with_allocated) {
   prof_out_str(o, title);
   prof_out_str(o, "\nsample interval (mean) ");
   prof_out_dec(o, s->period);
@@ -44,29 +79,11 @@ void prof_report_write(prof_out_t *o, prof_snapshot_t *s, prof_symbolizer_t *sym
     prof_out_dec(o, s->dropped);
   }
   prof_out_str(o, "\n");
+  if (with_allocated) prof_out_str(o, "\n== in use: sites by bytes still allocated, largest first\n");
   prof_snapshot_sort_live(s);
-  unsigned shown = 0;
-  for (unsigned i = 0; i < s->count && shown < max_sites; i++) {
-    const prof_snapshot_entry_t *e = &s->entries[i];
-    if (e->counts.live_objects == 0) break;
-    shown++;
-    prof_out_str(o, "\n#");
-    prof_out_dec(o, shown);
-    prof_out_str(o, ": ");
-    prof_out_dec(o, (uint64_t)(e->counts.live_est_bytes + 0.5));
-    prof_out_str(o, " bytes (");
-    double share = s->total.live_est_bytes > 0 ? 100.0 * e->counts.live_est_bytes / s->total.live_est_bytes : 0;
-    prof_out_fixed(o, share, 1);
-    prof_out_str(o, "%) in ");
-    prof_out_fixed(o, e->counts.live_est_objects, 0);
-    prof_out_str(o, " objects (");
-    prof_out_dec(o, e->counts.live_objects);
-    prof_out_str(o, " sampled)\n");
-    for (unsigned k = 0; k < e->stack->depth && k < max_frames; k++) {
-      prof_out_str(o, "    ");
-      prof_report_frame(o, sym, e->stack->pcs[k]);
-      prof_out_str(o, "\n");
-    }
-  }
-  if (shown == 0) prof_out_str(o, "\nno sampled memory in use\n");
+  if (sites(o, sym, s, true, max_sites, max_frames) == 0) prof_out_str(o, "\nno sampled memory in use\n");
+  if (!with_allocated) return;
+  prof_out_str(o, "\n== allocated since start: sites by bytes allocated, freed or not, largest first\n");
+  prof_snapshot_sort_allocated(s);
+  if (sites(o, sym, s, false, max_sites, max_frames) == 0) prof_out_str(o, "\nno sampled allocation\n");
 }

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* prof_sample: see prof_sample.h. */
 #include "prof_sample.h"
+#include "prof_meta.h"
+#include "prof_modules.h"
 
 #include "base.h"
 #include "lock.h"
@@ -15,10 +17,12 @@ typedef struct prof_record {
   prof_stack_t *stack;
   size_t usize;
   double weight;
+  const prof_mark_t *mark; /* how the allocator marked the block, or NULL */
 } prof_record_t;
 
-#define RECORD_CHUNK ((size_t)64 << 10)
+#define RECORD_CHUNK ((size_t)16 << 10)
 
+_Atomic bool prof_active_now;
 static lock_t prof_lock;
 static prof_config_t config = PROF_CONFIG_DEFAULT;
 static _Atomic uint64_t period = (uint64_t)1 << 19;
@@ -34,6 +38,32 @@ static size_t record_nbuckets, record_count;
 static prof_record_t *record_free_list;
 static uint64_t dropped;
 
+/* ---------------------------------------------------------------- own memory */
+
+static _Atomic size_t meta_bytes, sampled_padding;
+
+void *prof_meta_alloc(size_t size) {
+  void *p = base_alloc(size);
+  if (p) atomic_fetch_add_explicit(&meta_bytes, size, memory_order_relaxed);
+  return p;
+}
+
+void prof_meta_free(void *p, size_t size) {
+  base_free(p, size);
+  atomic_fetch_sub_explicit(&meta_bytes, size, memory_order_relaxed);
+}
+
+size_t prof_meta_bytes(void) {
+  return atomic_load_explicit(&meta_bytes, memory_order_relaxed) + prof_modules_bytes();
+}
+size_t prof_meta_sampled_padding(void) { return atomic_load_explicit(&sampled_padding, memory_order_relaxed); }
+
+/* The pages a sampled block of usize bytes has beyond usize: a block with pages of its
+ * own (prof_block_new rounds to pages), not one marked in place. */
+static size_t padding_of(const prof_record_t *r) {
+  return r->mark ? 0 : ((r->usize + PAGE_MASK) & ~(size_t)PAGE_MASK) - r->usize;
+}
+
 /* ---------------------------------------------------------------- sampling math */
 
 static uint64_t splitmix64(uint64_t *state) {
@@ -45,16 +75,26 @@ static uint64_t splitmix64(uint64_t *state) {
 
 uint64_t prof_sample_period(void) { return atomic_load_explicit(&period, memory_order_relaxed); }
 
-uint64_t prof_bytes_until_sample(prof_thread_t *t) {
+/* A draw from the exponential distribution of mean `mean` (t's generator, seeded on
+ * first use). */
+static double draw_exponential(prof_thread_t *t, uint64_t mean) {
   if (t->prng == 0) t->prng = (uint64_t)(uintptr_t)t ^ os_now_ns() ^ 0x5851F42D4C957F2Dull;
-  uint64_t mean = prof_sample_period();
   /* u uniform in (0, 1]: -ln(u) is exponential with mean 1. */
   double u = (double)((splitmix64(&t->prng) >> 11) + 1) * (1.0 / 9007199254740992.0);
-  double draw = -prof_log(u) * (double)mean;
+  return -prof_log(u) * (double)mean;
+}
+
+uint64_t prof_bytes_until_sample(prof_thread_t *t) {
+  double draw = draw_exponential(t, prof_sample_period());
   uint64_t bytes = draw >= 4.0e18 ? (uint64_t)4e18 : (uint64_t)draw + 1;
   t->bytes_until_sample = (int64_t)bytes;
   t->interval = bytes;
   return bytes;
+}
+
+uint64_t prof_blocks_until_sample(prof_thread_t *t, size_t size) {
+  double blocks = draw_exponential(t, prof_sample_period()) / (double)size;
+  return blocks >= 4.0e18 ? (uint64_t)4e18 : (uint64_t)blocks + 1;
 }
 
 double prof_sample_weight(size_t usize, uint64_t mean) {
@@ -87,7 +127,7 @@ static uint64_t hash_pcs(const uintptr_t *pcs, unsigned depth) {
 
 static bool stack_table_grow(void) {
   size_t cap = stack_capacity ? stack_capacity * 2 : 1024;
-  prof_stack_t **slots = base_alloc(cap * sizeof(*slots));
+  prof_stack_t **slots = prof_meta_alloc(cap * sizeof(*slots));
   if (!slots) return false;
   for (size_t i = 0; i < stack_capacity; i++) {
     prof_stack_t *s = stack_slots[i];
@@ -96,7 +136,7 @@ static bool stack_table_grow(void) {
     while (slots[j]) j = (j + 1) & (cap - 1);
     slots[j] = s;
   }
-  if (stack_slots) base_free(stack_slots, stack_capacity * sizeof(*stack_slots));
+  if (stack_slots) prof_meta_free(stack_slots, stack_capacity * sizeof(*stack_slots));
   stack_slots = slots;
   stack_capacity = cap;
   return true;
@@ -114,7 +154,7 @@ static prof_stack_t *stack_intern(const uintptr_t *pcs, unsigned depth) {
   }
   if (stack_count >= config.max_stacks) return NULL;
   if ((stack_count + 1) * 2 > stack_capacity && !stack_table_grow()) return NULL;
-  prof_stack_t *s = base_alloc(sizeof(*s) + depth * sizeof(*pcs));
+  prof_stack_t *s = prof_meta_alloc(sizeof(*s) + depth * sizeof(*pcs));
   if (!s) return NULL;
   s->hash = h;
   s->depth = depth;
@@ -135,8 +175,8 @@ static size_t record_bucket(uintptr_t ptr) {
 }
 
 static bool record_buckets_grow(void) {
-  size_t n = record_nbuckets ? record_nbuckets * 2 : 4096;
-  prof_record_t **b = base_alloc(n * sizeof(*b));
+  size_t n = record_nbuckets ? record_nbuckets * 2 : 1024;
+  prof_record_t **b = prof_meta_alloc(n * sizeof(*b));
   if (!b) return false;
   size_t old_n = record_nbuckets;
   prof_record_t **old = record_buckets;
@@ -150,13 +190,13 @@ static bool record_buckets_grow(void) {
       b[j] = r;
     }
   }
-  if (old) base_free(old, old_n * sizeof(*old));
+  if (old) prof_meta_free(old, old_n * sizeof(*old));
   return true;
 }
 
 static prof_record_t *record_new(void) {
   if (!record_free_list) {
-    prof_record_t *chunk = base_alloc(RECORD_CHUNK);
+    prof_record_t *chunk = prof_meta_alloc(RECORD_CHUNK);
     if (!chunk) return NULL;
     for (size_t i = 0; i < RECORD_CHUNK / sizeof(*chunk); i++) {
       chunk[i].next = record_free_list;
@@ -188,7 +228,18 @@ static void counts_remove(prof_counts_t *c, size_t usize, double weight) {
   if (c->live_objects == 0) c->live_est_objects = c->live_est_bytes = 0; /* no rounding residue */
 }
 
+/* Forgets record r (taken off its chain already). Lock held. */
+static void record_forget(prof_record_t *r) {
+  counts_remove(&r->stack->counts, r->usize, r->weight);
+  atomic_fetch_sub_explicit(&sampled_padding, padding_of(r), memory_order_relaxed);
+  if (r->mark) r->mark->forget(r->ptr);
+}
+
 bool prof_record_alloc(void *ptr, size_t usize, const uintptr_t *pcs, unsigned depth) {
+  return prof_record_alloc_marked(ptr, usize, pcs, depth, NULL);
+}
+
+bool prof_record_alloc_marked(void *ptr, size_t usize, const uintptr_t *pcs, unsigned depth, const prof_mark_t *mark) {
   if (!ptr) return false;
   if (depth > config.max_depth) depth = config.max_depth;
   double weight = prof_sample_weight(usize, prof_sample_period());
@@ -197,16 +248,23 @@ bool prof_record_alloc(void *ptr, size_t usize, const uintptr_t *pcs, unsigned d
   prof_stack_t *s = record_count < config.max_records ? stack_intern(pcs, depth) : NULL;
   if (s && (record_count + 1 <= record_nbuckets * 2 || record_buckets_grow())) {
     prof_record_t *r = record_new();
+    if (r && mark && !mark->mark((uintptr_t)ptr)) { /* cannot be marked: not sampled */
+      r->next = record_free_list;
+      record_free_list = r;
+      r = NULL;
+    }
     if (r) {
       r->ptr = (uintptr_t)ptr;
       r->stack = s;
       r->usize = usize;
       r->weight = weight;
+      r->mark = mark;
       size_t j = record_bucket(r->ptr);
       r->next = record_buckets[j];
       record_buckets[j] = r;
       record_count++;
       counts_add(&s->counts, usize, weight, false);
+      atomic_fetch_add_explicit(&sampled_padding, padding_of(r), memory_order_relaxed);
       ok = true;
     }
   }
@@ -227,7 +285,7 @@ bool prof_record_free(void *ptr) {
     }
   }
   if (found) {
-    counts_remove(&found->stack->counts, found->usize, found->weight);
+    record_forget(found);
     found->next = record_free_list;
     record_free_list = found;
     record_count--;
@@ -247,8 +305,8 @@ bool prof_sample_alloc(prof_thread_t *t, void *ptr, size_t usize, unsigned skip)
   return ok;
 }
 
-bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, size_t usize, uintptr_t lo, uintptr_t hi) {
-  prof_bytes_until_sample(t);
+bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, size_t usize, uintptr_t lo, uintptr_t hi,
+                               const prof_mark_t *mark) {
   if (t->busy || !ptr) return false;
   t->busy = true;
   uintptr_t pcs[PROF_DEPTH_MAX + PROF_TRIM_FRAMES];
@@ -256,7 +314,7 @@ bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, size_t usize, uintpt
   unsigned first = 0;
   for (unsigned i = 0; i < depth && i < PROF_TRIM_FRAMES; i++)
     if (pcs[i] >= lo && pcs[i] < hi) first = i + 1;
-  bool ok = prof_record_alloc(ptr, usize, pcs + first, depth - first);
+  bool ok = prof_record_alloc_marked(ptr, usize, pcs + first, depth - first, mark);
   t->busy = false;
   return ok;
 }
@@ -270,12 +328,14 @@ void prof_sample_reset(unsigned lg_sample) {
   for (size_t i = 0; i < record_nbuckets; i++) {
     for (prof_record_t *r = record_buckets[i], *next; r; r = next) {
       next = r->next;
+      if (r->mark) r->mark->forget(r->ptr);
       r->next = record_free_list;
       record_free_list = r;
     }
     record_buckets[i] = NULL;
   }
   record_count = 0;
+  atomic_store_explicit(&sampled_padding, 0, memory_order_relaxed);
   dropped = 0;
   lock_release(&prof_lock);
 }
@@ -300,7 +360,7 @@ bool prof_snapshot_take(prof_snapshot_t *s) {
   for (int attempt = 0; attempt < 4; attempt++) {
     size_t n = __atomic_load_n(&stack_count, __ATOMIC_RELAXED) + 64;
     size_t size = n * sizeof(prof_snapshot_entry_t);
-    prof_snapshot_entry_t *e = base_alloc(size);
+    prof_snapshot_entry_t *e = prof_meta_alloc(size);
     if (!e) return false;
     lock_acquire(&prof_lock);
     if (stack_count <= n) {
@@ -319,27 +379,33 @@ bool prof_snapshot_take(prof_snapshot_t *s) {
       return true;
     }
     lock_release(&prof_lock);
-    base_free(e, size);
+    prof_meta_free(e, size);
   }
   return false;
 }
 
 void prof_snapshot_release(prof_snapshot_t *s) {
-  if (s->entries) base_free(s->entries, s->alloc_size);
+  if (s->entries) prof_meta_free(s->entries, s->alloc_size);
   s->entries = NULL;
   s->count = 0;
 }
+
+typedef bool (*entry_less_t)(const prof_snapshot_entry_t *a, const prof_snapshot_entry_t *b);
 
 static bool live_less(const prof_snapshot_entry_t *a, const prof_snapshot_entry_t *b) {
   return a->counts.live_est_bytes < b->counts.live_est_bytes;
 }
 
+static bool allocated_less(const prof_snapshot_entry_t *a, const prof_snapshot_entry_t *b) {
+  return a->counts.alloc_est_bytes < b->counts.alloc_est_bytes;
+}
+
 /* Min-heap sift: the smallest at the root, so the heap sort ends largest first. */
-static void sift_down(prof_snapshot_entry_t *e, unsigned n, unsigned i) {
+static void sift_down(prof_snapshot_entry_t *e, unsigned n, unsigned i, entry_less_t less) {
   for (;;) {
     unsigned m = i, l = 2 * i + 1, r = l + 1;
-    if (l < n && live_less(&e[l], &e[m])) m = l;
-    if (r < n && live_less(&e[r], &e[m])) m = r;
+    if (l < n && less(&e[l], &e[m])) m = l;
+    if (r < n && less(&e[r], &e[m])) m = r;
     if (m == i) return;
     prof_snapshot_entry_t x = e[i];
     e[i] = e[m];
@@ -348,17 +414,20 @@ static void sift_down(prof_snapshot_entry_t *e, unsigned n, unsigned i) {
   }
 }
 
-void prof_snapshot_sort_live(prof_snapshot_t *s) {
+static void heap_sort(prof_snapshot_t *s, entry_less_t less) {
   prof_snapshot_entry_t *e = s->entries;
   unsigned n = s->count;
-  for (unsigned i = n / 2; i-- > 0;) sift_down(e, n, i);
+  for (unsigned i = n / 2; i-- > 0;) sift_down(e, n, i, less);
   for (unsigned end = n; end > 1; end--) {
     prof_snapshot_entry_t x = e[0];
     e[0] = e[end - 1];
     e[end - 1] = x;
-    sift_down(e, end - 1, 0);
+    sift_down(e, end - 1, 0, less);
   }
 }
+
+void prof_snapshot_sort_live(prof_snapshot_t *s) { heap_sort(s, live_less); }
+void prof_snapshot_sort_allocated(prof_snapshot_t *s) { heap_sort(s, allocated_less); }
 
 /* ---------------------------------------------------------------- fork */
 

@@ -31,6 +31,12 @@ typedef struct prof_thread {
   bool busy; /* inside the profiler: nested allocations are never sampled */
 } prof_thread_t;
 
+/* How the allocator marks a sampled block so that its free reaches the profiler. */
+typedef struct prof_mark {
+  bool (*mark)(uintptr_t ptr);
+  void (*forget)(uintptr_t ptr);
+} prof_mark_t;
+
 typedef struct prof_config {
   unsigned lg_sample;   /* mean sample interval 2^lg_sample bytes (0..40) */
   unsigned max_depth;   /* frames kept per stack (1..PROF_DEPTH_MAX) */
@@ -55,6 +61,14 @@ typedef struct prof_stack {
   uintptr_t pcs[]; /* innermost first */
 } prof_stack_t;
 
+extern _Atomic bool prof_active_now; /* prof.active */
+
+/* At a sample point: whether to take the sample (prof.active, and not inside the
+ * profiler already). */
+static inline bool prof_sample_wanted(const prof_thread_t *t) {
+  return atomic_load_explicit(&prof_active_now, memory_order_relaxed) && !t->busy;
+}
+
 /* Sets the parameters and readies the tables (idempotent; before the first sample). */
 void prof_sample_init(const prof_config_t *config);
 /* The current mean interval in bytes. */
@@ -62,6 +76,10 @@ uint64_t prof_sample_period(void);
 
 /* Draws the next interval for t (also seeds t's generator on first use). */
 uint64_t prof_bytes_until_sample(prof_thread_t *t);
+/* Draws, for a stream of blocks of one size, how many blocks up to and including the
+ * next sampled one: geometric, each block sampled with probability 1 - e^(-size/mean),
+ * as if its bytes were counted down (uses t's generator; t's countdown is untouched). */
+uint64_t prof_blocks_until_sample(prof_thread_t *t, size_t size);
 
 /* The fast-path test, for the allocator to inline. */
 static inline bool prof_sample_due(prof_thread_t *t, size_t usize) {
@@ -83,11 +101,13 @@ static inline bool prof_sample_first_due(prof_thread_t *t, size_t usize) {
   return prof_sample_due(t, usize);
 }
 
-/* prof_sample_alloc, leaving out the allocator's own frames: every frame up to and
+/* prof_sample_alloc, without drawing the next interval (the caller decided the sample
+ * and drew it), leaving out the allocator's own frames: every frame up to and
  * including the outermost one, among the innermost PROF_TRIM_FRAMES, whose PC lies in
  * [lo, hi) (the allocator's entry points). Without such a frame nothing is left out. */
 #define PROF_TRIM_FRAMES 12
-bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, size_t usize, uintptr_t lo, uintptr_t hi);
+bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, size_t usize, uintptr_t lo, uintptr_t hi,
+                               const prof_mark_t *mark);
 
 /* prof.reset: forgets every sampled block and zeroes every stack's counters, then sets
  * the mean interval to 2^lg_sample. */
@@ -97,6 +117,11 @@ unsigned prof_sample_lg(void);
 
 /* Records ptr (of usable size usize) with an already captured stack. */
 bool prof_record_alloc(void *ptr, size_t usize, const uintptr_t *pcs, unsigned depth);
+/* The same for a block the allocator marks in place (mark may be NULL): mark->mark runs
+ * under the table lock once the record is in (false: the block cannot be marked, the
+ * record is dropped), mark->forget under the lock when the record goes (free, realloc,
+ * prof.reset). */
+bool prof_record_alloc_marked(void *ptr, size_t usize, const uintptr_t *pcs, unsigned depth, const prof_mark_t *mark);
 /* Forgets a sampled block (free, or the old block of a realloc). Returns false if ptr
  * was not sampled. */
 bool prof_record_free(void *ptr);
@@ -124,6 +149,8 @@ bool prof_snapshot_take(prof_snapshot_t *s);
 void prof_snapshot_release(prof_snapshot_t *s);
 /* Sorts entries by estimated live bytes, largest first (heap sort: no allocation). */
 void prof_snapshot_sort_live(prof_snapshot_t *s);
+/* Sorts entries by estimated bytes allocated since the start, largest first. */
+void prof_snapshot_sort_allocated(prof_snapshot_t *s);
 
 /* fork: the table lock, taken in prepare, released in parent and child. */
 void prof_sample_fork_prepare(void);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* prof_symbolize: see prof_symbolize.h. */
 #include "prof_symbolize.h"
+#include "prof_meta.h"
 
-#include "base.h"
 #include "os.h"
 
 #include <string.h>
@@ -120,7 +120,7 @@ static const ElfW(Sym) *lookup(const prof_symtab_t *t, uintptr_t a) {
 bool prof_symbolizer_init(prof_symbolizer_t *s, const prof_module_table_t *t) {
   s->modules = t;
   s->alloc_size = (t->count ? t->count : 1) * sizeof(prof_module_symbols_t);
-  s->per_module = base_alloc(s->alloc_size);
+  s->per_module = prof_meta_alloc(s->alloc_size);
   return s->per_module != NULL;
 }
 
@@ -128,7 +128,7 @@ void prof_symbolizer_fini(prof_symbolizer_t *s) {
   if (!s->per_module) return;
   for (unsigned i = 0; i < s->modules->count; i++)
     if (s->per_module[i].file) os_unmap_file(s->per_module[i].file, s->per_module[i].file_size);
-  base_free(s->per_module, s->alloc_size);
+  prof_meta_free(s->per_module, s->alloc_size);
   s->per_module = NULL;
 }
 

@@ -14,6 +14,7 @@
 #include "init.h"
 #include "options.h"
 #include "os.h"
+#include "prof_meta.h"
 #include "size_class.h"
 #include "stats.h"
 
@@ -152,6 +153,14 @@ static void j_totals(emitter_t *e, const stats_snapshot_t *s) {
   j_close(e, '}');
 }
 
+/* prof:true: the memory the heap profiler itself uses (prof_meta.h). */
+static void j_prof(emitter_t *e) {
+  j_open(e, "prof", '{');
+  j_u64(e, "metadata", prof_meta_bytes());
+  j_u64(e, "sampled_padding", prof_meta_sampled_padding());
+  j_close(e, '}');
+}
+
 static void j_tcaches(emitter_t *e, const stats_snapshot_t *s) {
   j_open(e, "tcaches", '{');
   j_u64(e, "count", s->ntcaches);
@@ -210,6 +219,7 @@ static void print_json(emitter_t *e, const stats_snapshot_t *s, const print_opts
   j_u64(e, "ncpus", s->ncpus);
   if (o->general) j_options(e);
   j_totals(e, s);
+  if (opt_prof) j_prof(e);
   j_open(e, "arenas", '{');
   j_u64(e, "narenas", s->narenas);
   j_u64(e, "automatic", s->nautomatic);
@@ -329,6 +339,8 @@ static void print_text(emitter_t *e, const stats_snapshot_t *s, const print_opts
        s->ncpus, s->narenas, s->nautomatic, s->merged.nthreads, s->nthreads_peak, free_map_enabled() ? "on" : "off");
   emit(e, "allocated: %zu  active: %zu  metadata: %zu  resident: %zu  mapped: %zu  retained: %zu  dirty: %zu  muzzy: %zu\n",
        k->allocated, k->active, k->metadata, k->resident, k->mapped, k->retained, k->dirty, s->merged.pmuzzy * PAGE);
+  if (opt_prof)
+    emit(e, "heap profiler: metadata: %zu  sampled-block padding: %zu\n", prof_meta_bytes(), prof_meta_sampled_padding());
   if (o->locks) t_lock(e, "base lock:", &s->base_lock);
   if (o->tcaches) t_tcaches(e, s);
   if (o->threads) t_threads(e, s);

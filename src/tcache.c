@@ -286,7 +286,7 @@ void tcache_thread_counters(uint64_t *allocated, uint64_t *deallocated) {
   if (tc == &tcache_empty) return;
   for (unsigned c = 0; c < NCACHED_MAX; c++) { /* what the bins have not published yet */
     const cache_bin_t *b = tcache_bin(tc, c);
-    *allocated += (b->nmalloc - tc->nmalloc_published[c + 1]) * class_infos[c].size;
+    *allocated += (b->nmalloc + prof_cache_unsettled(tc, c) - tc->nmalloc_published[c + 1]) * class_infos[c].size;
     *deallocated += (cache_bin_ndalloc(b) - tc->ndalloc_published[c + 1]) * class_infos[c].size;
   }
 }

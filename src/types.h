@@ -272,10 +272,10 @@ typedef struct tcache {
   void **home_empty[NCACHED_MAX + 1];
   void **grown_empty[NCACHED_MAX + 1];
   /* prof:true: the bins malloc's fast path pops instead of bins[] (prof_cache.h), each
-   * holding no more blocks than the thread may allocate before its next sample. Zero
-   * (never caching) otherwise, and in tcache_empty. */
+   * letting malloc pop no further than the block before its class's next sample (their
+   * nfilled counts the blocks to it). Zero (never caching) otherwise, and in
+   * tcache_empty. */
   cache_bin_t prof_bins[NCACHED_MAX + 1];
-  uint64_t prof_armed; /* bit c: class c's prof bin may have an allowance left */
 } tcache_t;
 
 #endif /* TESSERA_TYPES_H */

@@ -43,3 +43,24 @@ assert sites and sites[0][1] == 'hot_arena', sites
 assert abs(int(sites[0][0]) / (16 << 20) - 1) < 0.2, sites[0]
 print('mallocx(MALLOCX_ARENA): hot_arena sampled, %.1f MiB estimated: ok' % (int(sites[0][0]) / 2**20))
 PY
+# The profiler's own memory in the stats (JSON "prof" section). The reset run's sampled
+# blocks (1000 bytes: a cached class) stay in their slabs: no padding; the arena run's
+# (mallocx with an explicit arena) get pages of their own: 3072 bytes of padding each.
+for mode in reset arena; do
+  TESSERA_CONF="prof:true,lg_prof_sample:14,prof_prefix:$dir/m,stats_print:true,stats_print_opts:J" "$bin" "$dir" $mode 2>"$dir/stats-$mode.json" >/dev/null
+done
+python3 - "$dir/stats-reset.json" "$dir/stats-arena.json" <<'PY'
+import json, sys
+def prof(path):
+    text = open(path).read()
+    doc = json.loads(text[text.index('{\n  "tessera"'):] if '{\n  "tessera"' in text else text[text.index('{'):])
+    p = doc['tessera']['prof']
+    assert 0 < p['metadata'] <= doc['tessera']['stats']['metadata'], p
+    return p
+reset, arena = prof(sys.argv[1]), prof(sys.argv[2])
+assert reset['sampled_padding'] == 0, reset
+# hot_arena keeps 16 MiB of 1000-byte blocks: ~1024 samples at lg 14.
+assert 700 * 3072 < arena['sampled_padding'] < 1400 * 3072, arena
+print('stats: prof.metadata %d, sampled_padding %d in place, %d with pages of their own: ok'
+      % (reset['metadata'], reset['sampled_padding'], arena['sampled_padding']))
+PY
