@@ -233,8 +233,7 @@ bool arena_handle_oom(size_t request) {
 
 static extent_t *large_extent(arena_t *a, size_t usable, size_t align, bool *zeroed) {
   lock_acquire(&a->extent_lock);
-  if (a->stash_pages > 0) stash_reclaim(a, usable / PAGE);
-  if (!extent_dirty_fits(a, usable / PAGE)) stash_borrow(a, NSMALL, usable / PAGE);
+  stash_make_room(a, STASH_LARGE, usable / PAGE);
   extent_t *e = extent_alloc(a, usable / PAGE, align / PAGE, EXTENT_LARGE, large_code(usable), zeroed);
   if (e != NULL) {
     a->large_allocated += usable;

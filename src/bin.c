@@ -38,8 +38,7 @@ static extent_t *slab_new(arena_t *a, unsigned c) {
     lock_release(&a->extent_lock);
     return slab;
   }
-  if (a->stash_pages > 0) stash_reclaim(a, ci->slab_pages);
-  if (!extent_dirty_fits(a, ci->slab_pages)) slab = stash_borrow(a, c, ci->slab_pages);
+  slab = stash_make_room(a, c, ci->slab_pages);
   if (slab != NULL) { /* another arena's, whole and empty */
     lock_release(&a->extent_lock);
     return slab;

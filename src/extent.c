@@ -384,8 +384,8 @@ void extent_share_arena(arena_t *a) {
   atomic_store_explicit(&nsharing_arenas, i + 1, memory_order_release);
 }
 
-/* A dirty extent of b that fits npages pages and is not one b keeps whole (see
- * extent_alloc), moved into a's dirty set; NULL if b has none. Both locks held. */
+/* b's best-fitting dirty extent for npages pages, moved whole into a's dirty set; then
+ * a's best fit (NULL if b had none). Both locks held. */
 static extent_t *move_dirty(arena_t *a, arena_t *b, size_t npages) {
   extent_t *f = set_find(&b->dirty, npages);
   if (f == NULL) return NULL;
@@ -440,20 +440,19 @@ extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_sta
   if (search < npages) return NULL;
   /* Reuse resident pages first (no page faults), then lazily freed ones, then released. */
   extent_t *f = set_find(&a->dirty, search);
-  /* A dirty extent far bigger than the request (the best fit, so nothing smaller fits)
-   * is split from its top end: its resident pages serve the request (touching fresh
-   * pages instead would grow the resident set by the request while the big extent sits
-   * unused: a program that frees 100 MiB of blocks and then allocates 100 MiB of smaller
-   * ones would need 200 MiB), while the start of a large block just freed stays free, so
-   * a second free of that block still finds a free extent there and reports the double
-   * free, and a request as big as that block still finds its pages whole. */
-  bool from_top = f != NULL && f->npages / DIRTY_MAX_FIT > search;
-  /* A slab is always cut from the top of a bigger free extent: the start of a large
-   * block freed there stays free as long as the extent lasts (a double free of it is
-   * caught even after hidden allocations, say a thread's start-up, took slabs from its
-   * pages), and slabs never grow in place, so nothing needs the room after them. Large
-   * blocks come from the bottom, with room to grow in place (realloc) above them. */
-  if (state == EXTENT_SLAB && f != NULL && f->npages > search) from_top = true;
+  /*
+   * Where in the chosen extent (the best fit: nothing smaller fits) the request goes.
+   * Its resident pages always serve it: touching fresh pages instead would grow the
+   * resident set while a big free extent sits unused (a program freeing 100 MiB of
+   * blocks, then allocating 100 MiB of smaller ones, would need 200 MiB). A slab is cut
+   * from the top of a bigger extent, and so is a large block from one 64 times its size
+   * or more: the start of a large block freed there stays free as long as the extent
+   * lasts, so a second free of it is still reported as a double free (even after hidden
+   * allocations, say a thread's start-up, took slabs from its pages), and a request as
+   * big as that block still finds it whole. Other large blocks come from the bottom,
+   * with room above them to grow in place (realloc); slabs never grow.
+   */
+  bool from_top = f != NULL && (state == EXTENT_SLAB ? f->npages > search : f->npages / DIRTY_MAX_FIT > search);
   if (f == NULL) f = set_find(&a->muzzy, search);
   if (f == NULL && align_pages == 1) f = borrow_dirty(a, search);
   if (f == NULL) f = set_find(&a->retained, search);

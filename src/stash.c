@@ -44,7 +44,7 @@ extent_t *stash_take(arena_t *a, unsigned c) {
  * (freed slabs coalesce with their free neighbours, so a few usually make room). */
 #define STASH_RECLAIM_FACTOR 4
 
-void stash_reclaim(arena_t *a, size_t npages) {
+static void stash_reclaim(arena_t *a, size_t npages) {
   lock_assert_held(&a->extent_lock);
   size_t given = 0;
   while (a->stash_lru.head != NULL && given < STASH_RECLAIM_FACTOR * npages &&
@@ -56,8 +56,7 @@ void stash_reclaim(arena_t *a, size_t npages) {
   }
 }
 
-extent_t *stash_borrow(arena_t *a, unsigned c, size_t npages) {
-  lock_assert_held(&a->extent_lock);
+static extent_t *stash_borrow(arena_t *a, unsigned c, size_t npages) {
   unsigned n = extent_sharing_count();
   for (unsigned i = 0; i < n; i++) {
     arena_t *b = extent_sharing_arena(i);
@@ -69,6 +68,12 @@ extent_t *stash_borrow(arena_t *a, unsigned c, size_t npages) {
     if (slab != NULL) return slab;
   }
   return NULL;
+}
+
+extent_t *stash_make_room(arena_t *a, unsigned c, size_t npages) {
+  lock_assert_held(&a->extent_lock);
+  if (a->stash_pages > 0) stash_reclaim(a, npages);
+  return extent_dirty_fits(a, npages) ? NULL : stash_borrow(a, c, npages);
 }
 
 void stash_drain(arena_t *a) {

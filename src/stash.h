@@ -24,14 +24,18 @@ void stash_put(arena_t *a, extent_t *slab);
 extent_t *stash_take(arena_t *a, unsigned c);
 /* Turns every stashed slab into dirty pages, oldest first. */
 void stash_drain(arena_t *a);
-/* About to take npages for a slab or large block that no resident free extent fits: turns stashed slabs of other classes, oldest first, into dirty pages until one
- * does (or a few times npages were given back), so that the program's free memory is
- * reused before new pages are touched. */
-void stash_reclaim(arena_t *a, size_t npages);
-/* Arena a needs a slab of class c (npages pages) and has neither one stashed nor a
- * resident free extent for it: takes another arena's stashed slab of that class, or
- * else turns other arenas' stashed slabs into dirty pages that extent_alloc borrows
- * (extent.c). Other arenas' locks are only tried. NULL if no slab of class c moved. */
-extent_t *stash_borrow(arena_t *a, unsigned c, size_t npages);
+/* The class argument of stash_make_room for a large block (no slab can serve it). */
+#define STASH_LARGE NSMALL
+/*
+ * Arena a is about to take npages pages for a slab of class c (or a large block:
+ * STASH_LARGE) and has no stashed slab of that class: makes the program's free memory
+ * serve before new pages are touched. First a's own stashed slabs of other classes,
+ * oldest first, turn into dirty pages until a resident free extent fits (or a few times
+ * npages were given back); if none fits yet, another arena's stashed slab of class c is
+ * returned, moved to a and ready to use, or else other arenas' stashed slabs turn into
+ * dirty pages that extent_alloc borrows (extent.c). Other arenas' locks are only tried.
+ * NULL when no slab was moved.
+ */
+extent_t *stash_make_room(arena_t *a, unsigned c, size_t npages);
 
 #endif
