@@ -72,6 +72,11 @@ static inline size_t large_request(size_t size) { return size <= SMALL_MAX ? SMA
 
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
+/* A big array of which a program touches a few pages: a common symbol, which the
+ * linker places after all other zeroed data, so that the small variables every
+ * program writes share a few pages instead of being spread between such arrays (each
+ * touched page is resident memory). It must be a global without an initializer. */
+#define SPARSE_ARRAY __attribute__((common))
 #define INTERNAL __attribute__((visibility("hidden")))
 #define NOINLINE __attribute__((noinline))
 
