@@ -460,6 +460,40 @@ static void flush_oldest(tcache_t *tc, unsigned c, unsigned n) {
   check_bin(b);
 }
 
+/*
+ * Bin grower is growing: a batch phase starts. A grown bin that served no allocation
+ * since the previous growth of any bin holds the batch of a phase that ended (a program
+ * working through sizes one phase at a time): its blocks go back to their slabs and it
+ * shrinks to its starting capacity, so that the new phase reuses their memory (emptied
+ * slabs reach the arena's stash, which new slabs of any class take first) instead of
+ * touching new pages. The GC would get there too, but only on slow paths, a bin at a
+ * time: a batch phase runs on fast paths. Growths are rare (a few doublings per phase),
+ * so this walk over the bins costs nothing measurable.
+ *
+ * nmalloc counts refills, not every allocation (the fast path counts nothing): a full
+ * bin serving a batch each round without a refill looks idle too. So a released bin
+ * that grows again is one whose phases come back (two sizes in turn, say): it is never
+ * released this way again, else the two would release each other at every round.
+ */
+_Static_assert(NCACHED_MAX <= 64, "released_bins and recurrent_bins hold a bit per bin");
+static void release_idle_grown_bins(tcache_t *tc, unsigned grower) {
+  uint64_t grower_bit = (uint64_t)1 << grower;
+  if (tc->released_bins & grower_bit) tc->recurrent_bins |= grower_bit;
+  for (unsigned c = 0; c < NCACHED_MAX; c++) {
+    cache_bin_t *b = tcache_bin(tc, c);
+    uint64_t bit = (uint64_t)1 << c;
+    if (c != grower && !(tc->recurrent_bins & bit) && b->capacity > bin_capacity(c) &&
+        b->nmalloc == tc->nmalloc_at_growth[c + 1]) {
+      unsigned count = cache_bin_count(b);
+      if (count > 0) flush_oldest(tc, c, count);
+      set_capacity(tc, c, bin_capacity(c));
+      tc->overflow_streak[c + 1] = 0;
+      tc->released_bins |= bit;
+    }
+    tc->nmalloc_at_growth[c + 1] = b->nmalloc;
+  }
+}
+
 void tcache_free_slow(tcache_t *tc, unsigned c, void *p) {
   tcache_gc_tick(tc);
   cache_bin_t *b = tcache_bin(tc, c);
@@ -467,6 +501,7 @@ void tcache_free_slow(tcache_t *tc, unsigned c, void *p) {
   if (b->head == b->slots) { /* full: grow, or the oldest half goes back */
     unsigned count = cache_bin_count(b);
     if (should_grow(tc, c)) {
+      release_idle_grown_bins(tc, c);
       unsigned max = bin_max_capacity(c), twice = 2u * b->capacity;
       set_capacity(tc, c, twice < max ? twice : max);
     } else {
