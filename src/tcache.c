@@ -337,12 +337,55 @@ static void set_capacity(tcache_t *tc, unsigned c, unsigned capacity) {
     b->slots = empty - capacity;
     b->low_full = (uint16_t)(uintptr_t)b->slots;
   }
+  uint64_t bit = (uint64_t)1 << c;
+  if (capacity > bin_capacity(c)) {
+    tc->grown_bins |= bit;
+    if (tc->released_bins & bit) tc->recurrent_bins |= bit;
+  } else {
+    tc->grown_bins &= ~bit;
+  }
   size_t grew = capacity > before ? (capacity - before) * sizeof(void *) : 0;
   size_t shrank = capacity < before ? (before - capacity) * sizeof(void *) : 0;
   tc->committed += grew - shrank;
   atomic_fetch_add_explicit(&tcache_mapped, grew, memory_order_relaxed);
   atomic_fetch_sub_explicit(&tcache_mapped, shrank, memory_order_relaxed);
   check_bin(b);
+}
+
+/*
+ * A bin grows for a batch phase (should_grow). When the program moves on to batches of
+ * another size, the old phase's grown bin holds a batch nobody asks for; the GC would
+ * give it back only a bin at a time on slow paths, and a batch phase runs on fast
+ * paths. So a grown bin with no refill or overflow of its own during the last
+ * TCACHE_PHASE_IDLE_EVENTS slow-path events of other bins gives all its blocks back to
+ * their slabs and shrinks to its starting capacity: the new phase's refills then reuse
+ * that memory (emptied slabs reach the arena's stash, which new slabs of every class
+ * take first) instead of touching new pages.
+ *
+ * A full bin serving a batch each round without a refill looks idle too: a released
+ * bin that grows again is one whose phases come back (two sizes in turn, say), and it
+ * is never released so again (else two such bins would release each other every
+ * round). Looked at every TCACHE_PHASE_LOOK_EVENTS slow-path events, over the grown
+ * bins only (a mask).
+ */
+#define TCACHE_PHASE_IDLE_EVENTS 16
+#define TCACHE_PHASE_LOOK_EVENTS 4
+_Static_assert(NCACHED_MAX <= 64, "the bin masks hold a bit per bin");
+
+static void release_idle_grown_bins(tcache_t *tc, unsigned busy) {
+  tc->busy_event[busy + 1] = tc->events;
+  uint64_t others = tc->grown_bins & ~(tc->recurrent_bins | (uint64_t)1 << busy);
+  if (others == 0 || tc->events % TCACHE_PHASE_LOOK_EVENTS != 0) return;
+  do {
+    unsigned c = (unsigned)__builtin_ctzll(others);
+    others &= others - 1;
+    if (tc->events - tc->busy_event[c + 1] < TCACHE_PHASE_IDLE_EVENTS) continue;
+    unsigned count = cache_bin_count(tcache_bin(tc, c));
+    if (count > 0) flush_oldest(tc, c, count);
+    set_capacity(tc, c, bin_capacity(c));
+    tc->overflow_streak[c + 1] = 0;
+    tc->released_bins |= (uint64_t)1 << c;
+  } while (others != 0);
 }
 
 static void tcache_gc_tick(tcache_t *tc) {
@@ -402,6 +445,7 @@ static bool should_grow(tcache_t *tc, unsigned c) {
 
 void *tcache_alloc_refill(tcache_t *tc, unsigned c) {
   tcache_gc_tick(tc);
+  release_idle_grown_bins(tc, c);
   cache_bin_t *b = tcache_bin(tc, c);
   tessera_assert(tc == tls_thread.tcache && b->capacity > 0);
   tessera_assert(b->head == b->slots + b->capacity); /* refills land in an empty bin */
@@ -460,48 +504,14 @@ static void flush_oldest(tcache_t *tc, unsigned c, unsigned n) {
   check_bin(b);
 }
 
-/*
- * Bin grower is growing: a batch phase starts. A grown bin that served no allocation
- * since the previous growth of any bin holds the batch of a phase that ended (a program
- * working through sizes one phase at a time): its blocks go back to their slabs and it
- * shrinks to its starting capacity, so that the new phase reuses their memory (emptied
- * slabs reach the arena's stash, which new slabs of any class take first) instead of
- * touching new pages. The GC would get there too, but only on slow paths, a bin at a
- * time: a batch phase runs on fast paths. Growths are rare (a few doublings per phase),
- * so this walk over the bins costs nothing measurable.
- *
- * nmalloc counts refills, not every allocation (the fast path counts nothing): a full
- * bin serving a batch each round without a refill looks idle too. So a released bin
- * that grows again is one whose phases come back (two sizes in turn, say): it is never
- * released this way again, else the two would release each other at every round.
- */
-_Static_assert(NCACHED_MAX <= 64, "released_bins and recurrent_bins hold a bit per bin");
-static void release_idle_grown_bins(tcache_t *tc, unsigned grower) {
-  uint64_t grower_bit = (uint64_t)1 << grower;
-  if (tc->released_bins & grower_bit) tc->recurrent_bins |= grower_bit;
-  for (unsigned c = 0; c < NCACHED_MAX; c++) {
-    cache_bin_t *b = tcache_bin(tc, c);
-    uint64_t bit = (uint64_t)1 << c;
-    if (c != grower && !(tc->recurrent_bins & bit) && b->capacity > bin_capacity(c) &&
-        b->nmalloc == tc->nmalloc_at_growth[c + 1]) {
-      unsigned count = cache_bin_count(b);
-      if (count > 0) flush_oldest(tc, c, count);
-      set_capacity(tc, c, bin_capacity(c));
-      tc->overflow_streak[c + 1] = 0;
-      tc->released_bins |= bit;
-    }
-    tc->nmalloc_at_growth[c + 1] = b->nmalloc;
-  }
-}
-
 void tcache_free_slow(tcache_t *tc, unsigned c, void *p) {
   tcache_gc_tick(tc);
+  release_idle_grown_bins(tc, c);
   cache_bin_t *b = tcache_bin(tc, c);
   check_bin(b);
   if (b->head == b->slots) { /* full: grow, or the oldest half goes back */
     unsigned count = cache_bin_count(b);
     if (should_grow(tc, c)) {
-      release_idle_grown_bins(tc, c);
       unsigned max = bin_max_capacity(c), twice = 2u * b->capacity;
       set_capacity(tc, c, twice < max ? twice : max);
     } else {

@@ -272,12 +272,12 @@ typedef struct tcache {
   uint64_t overflow_mark[NCACHED_MAX + 1];
   uint64_t refill_nmalloc[NCACHED_MAX + 1];
   uint8_t overflow_streak[NCACHED_MAX + 1];
-  /* Per bin, its nmalloc at the last growth of any bin: a grown bin found unchanged at
-   * the next growth holds an ended phase's batch (tcache.c, release_idle_grown_bins).
-   * Bit c of released_bins: bin c was released that way; of recurrent_bins: it grew
-   * again afterwards, so its phases come back and it is never released so again. */
-  uint64_t nmalloc_at_growth[NCACHED_MAX + 1];
-  uint64_t released_bins, recurrent_bins;
+  /* Ended batch phases (tcache.c, release_idle_grown_bins): per bin, the slow-path
+   * event (events) of its last refill or overflow; bit c of grown_bins: bin c is above
+   * its starting capacity; of released_bins: it was released as idle; of
+   * recurrent_bins: it grew again after that, and is never released so again. */
+  uint64_t busy_event[NCACHED_MAX + 1];
+  uint64_t grown_bins, released_bins, recurrent_bins;
   /* Each bin's two stacks, by their empty ends: the packed one (the starting capacity)
    * and the one it grows into (NULL: the bin never grows). */
   void **home_empty[NCACHED_MAX + 1];
