@@ -427,6 +427,67 @@ static extent_t *borrow_dirty(arena_t *a, size_t npages) {
   return NULL;
 }
 
+/* ---- resident pages next to released ones ---- */
+
+/* Dirty extents looked at for a retained neighbour (absorb_retained_neighbor). */
+#define ABSORB_SCAN 16
+
+/* Moves the `need` pages of retained extent r that touch dirty extent d into d (they
+ * become dirty pages that are not resident: the allocation about to take d faults them). */
+static void absorb_pages(arena_t *a, extent_t *d, extent_t *r, size_t need) {
+  size_t resident = d->npages;
+  set_remove(&a->dirty, d);
+  set_remove(&a->retained, r);
+  clear_bounds(d);
+  clear_bounds(r);
+  note_reuse(a, EXTENT_RETAINED, need);
+  if (r->addr > d->addr) r->addr += need * PAGE; /* r above d: its lowest pages go */
+  else d->addr -= need * PAGE;                   /* r below d: its highest pages go */
+  r->npages -= need;
+  d->npages += need;
+  if (r->npages > 0) insert_remainder(a, r, EXTENT_RETAINED);
+  else record_delete(a, r);
+  insert_free(a, d, EXTENT_DIRTY); /* may meet another dirty extent beyond r */
+  a->dirty_decay.added -= resident; /* those pages entered the dirty stage before */
+}
+
+/*
+ * No dirty extent holds npages, but one may lie next to a retained one: decay releases
+ * the oldest free pages, and a freed block whose neighbour was released no longer
+ * coalesces with it (different states), so a program cycling big blocks through the
+ * same addresses sees its free memory in resident and released pieces that are each
+ * too small. Rather than fault a whole retained extent elsewhere (or map new memory)
+ * while those resident pages sit unused, the dirty extent takes from its neighbour just
+ * the pages it lacks: the request reuses the resident ones and faults the rest. Looks at
+ * the largest dirty extents first, ABSORB_SCAN of them; true if one now holds npages.
+ */
+static bool absorb_retained_neighbor(arena_t *a, size_t npages) {
+  unsigned seen = 0;
+  for (unsigned b = NPAGE_BUCKETS; b-- > 0 && seen < ABSORB_SCAN;) {
+    if (!(a->dirty.nonempty[b / 64] >> (b % 64) & 1)) continue;
+    extent_t *stack[ABSORB_SCAN];
+    unsigned top = 0;
+    stack[top++] = a->dirty.buckets[b].root;
+    while (top > 0 && seen < ABSORB_SCAN) {
+      extent_t *d = stack[--top];
+      seen++;
+      if (d->npages < npages) {
+        size_t need = npages - d->npages;
+        extent_t *above = free_neighbor(a, d->addr + d->npages * PAGE, EXTENT_RETAINED);
+        extent_t *below = free_neighbor(a, d->addr - PAGE, EXTENT_RETAINED);
+        extent_t *r = above != NULL && above->npages >= need ? above : below != NULL && below->npages >= need ? below : NULL;
+        if (r != NULL) {
+          absorb_pages(a, d, r, need);
+          return true;
+        }
+      }
+      if (d->heap_next != NULL && top < ABSORB_SCAN) stack[top++] = d->heap_next;
+      if (d->heap_child != NULL && top < ABSORB_SCAN) stack[top++] = d->heap_child;
+    }
+  }
+  return false;
+}
+
 bool extent_dirty_fits(const arena_t *a, size_t npages) {
   lock_assert_held(&a->extent_lock);
   return set_find(&a->dirty, npages) != NULL;
@@ -455,6 +516,7 @@ extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_sta
   bool from_top = f != NULL && (state == EXTENT_SLAB ? f->npages > search : f->npages / DIRTY_MAX_FIT > search);
   if (f == NULL) f = set_find(&a->muzzy, search);
   if (f == NULL && align_pages == 1) f = borrow_dirty(a, search);
+  if (f == NULL && state == EXTENT_LARGE && absorb_retained_neighbor(a, search)) f = set_find(&a->dirty, search);
   if (f == NULL) f = set_find(&a->retained, search);
   if (f == NULL) {
     if (!grow(a, search)) return NULL;
