@@ -429,8 +429,10 @@ static extent_t *borrow_dirty(arena_t *a, size_t npages) {
 
 /* ---- resident pages next to released ones ---- */
 
-/* Dirty extents looked at for a retained neighbour (absorb_retained_neighbor). */
+/* Dirty extents looked at for a retained neighbour (absorb_retained_neighbor), and the
+ * smallest request that looks: below it the faults saved do not pay for the search. */
 #define ABSORB_SCAN 16
+#define ABSORB_MIN_PAGES 64
 
 /* Moves the `need` pages of retained extent r that touch dirty extent d into d (they
  * become dirty pages that are not resident: the allocation about to take d faults them). */
@@ -451,6 +453,35 @@ static void absorb_pages(arena_t *a, extent_t *d, extent_t *r, size_t need) {
   a->dirty_decay.added -= resident; /* those pages entered the dirty stage before */
 }
 
+/* Dirty extent d lacks the request's last `need` pages: the retained neighbour that
+ * holds them, or NULL. */
+static extent_t *retained_neighbor_holding(arena_t *a, const extent_t *d, size_t need) {
+  extent_t *above = free_neighbor(a, d->addr + d->npages * PAGE, EXTENT_RETAINED);
+  if (above != NULL && above->npages >= need) return above;
+  extent_t *below = free_neighbor(a, d->addr - PAGE, EXTENT_RETAINED);
+  return below != NULL && below->npages >= need ? below : NULL;
+}
+
+/* The first extents of bucket h (walked from its heap's root), *seen counting those
+ * looked at: absorbs into the first one a retained neighbour completes to npages. */
+static bool absorb_from_bucket(arena_t *a, const extent_heap_t *h, size_t npages, unsigned *seen) {
+  extent_t *stack[ABSORB_SCAN];
+  unsigned top = 0;
+  if (h->root != NULL) stack[top++] = h->root;
+  while (top > 0 && *seen < ABSORB_SCAN) {
+    extent_t *d = stack[--top];
+    ++*seen;
+    extent_t *r = d->npages < npages ? retained_neighbor_holding(a, d, npages - d->npages) : NULL;
+    if (r != NULL) {
+      absorb_pages(a, d, r, npages - d->npages);
+      return true;
+    }
+    if (d->heap_next != NULL && top < ABSORB_SCAN) stack[top++] = d->heap_next;
+    if (d->heap_child != NULL && top < ABSORB_SCAN) stack[top++] = d->heap_child;
+  }
+  return false;
+}
+
 /*
  * No dirty extent holds npages, but one may lie next to a retained one: decay releases
  * the oldest free pages, and a freed block whose neighbour was released no longer
@@ -459,32 +490,18 @@ static void absorb_pages(arena_t *a, extent_t *d, extent_t *r, size_t need) {
  * too small. Rather than fault a whole retained extent elsewhere (or map new memory)
  * while those resident pages sit unused, the dirty extent takes from its neighbour just
  * the pages it lacks: the request reuses the resident ones and faults the rest. Looks at
- * the largest dirty extents first, ABSORB_SCAN of them; true if one now holds npages.
+ * ABSORB_SCAN dirty extents, the largest buckets first, for requests of at least
+ * ABSORB_MIN_PAGES; true if one now holds npages.
  */
 static bool absorb_retained_neighbor(arena_t *a, size_t npages) {
+  if (npages < ABSORB_MIN_PAGES) return false;
   unsigned seen = 0;
-  for (unsigned b = NPAGE_BUCKETS; b-- > 0 && seen < ABSORB_SCAN;) {
-    if (!(a->dirty.nonempty[b / 64] >> (b % 64) & 1)) continue;
-    extent_t *stack[ABSORB_SCAN];
-    unsigned top = 0;
-    stack[top++] = a->dirty.buckets[b].root;
-    while (top > 0 && seen < ABSORB_SCAN) {
-      extent_t *d = stack[--top];
-      seen++;
-      if (d->npages < npages) {
-        size_t need = npages - d->npages;
-        extent_t *above = free_neighbor(a, d->addr + d->npages * PAGE, EXTENT_RETAINED);
-        extent_t *below = free_neighbor(a, d->addr - PAGE, EXTENT_RETAINED);
-        extent_t *r = above != NULL && above->npages >= need ? above : below != NULL && below->npages >= need ? below : NULL;
-        if (r != NULL) {
-          absorb_pages(a, d, r, need);
-          return true;
-        }
-      }
-      if (d->heap_next != NULL && top < ABSORB_SCAN) stack[top++] = d->heap_next;
-      if (d->heap_child != NULL && top < ABSORB_SCAN) stack[top++] = d->heap_child;
+  for (unsigned w = (NPAGE_BUCKETS + 63) / 64; w-- > 0 && seen < ABSORB_SCAN;)
+    for (uint64_t bits = a->dirty.nonempty[w]; bits != 0 && seen < ABSORB_SCAN;) {
+      unsigned b = 63u - (unsigned)__builtin_clzll(bits);
+      bits &= ~((uint64_t)1 << b);
+      if (absorb_from_bucket(a, &a->dirty.buckets[w * 64 + b], npages, &seen)) return true;
     }
-  }
   return false;
 }
 
