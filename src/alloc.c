@@ -80,7 +80,6 @@ static void *alloc_cached_class(tcache_t *tc, unsigned c) {
     return block_clear_freed_key(tcache_alloc_refill(tc, c));
   }
   arena_t *a = current_arena(tc);
-  if (c >= NSMALL) return alloc_counted(arena_malloc_large(a, class_infos[c].size, PAGE, false), class_infos[c].size);
   /* No cache: the one path to a slab that does not meet the OOM handling of the cache
    * refill or of arena_malloc_large. */
   void *p = bin_alloc_one(a, c);

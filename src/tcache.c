@@ -22,10 +22,10 @@ size_t tcache_mapped_bytes(void) { return atomic_load_explicit(&tcache_mapped, m
 static lock_t registry_lock;
 static tcache_t *registry;
 
-/* Blocks kept per bin: a small class holds (regions per slab) << lg_tcache_nslots_mul,
- * clamped to [tcache_nslots_small_min, tcache_nslots_small_max] (jemalloc's rule: a
- * fill or a flush then moves about a slab's worth); a cached large class a few. */
-#define TCACHE_NSLOTS_LARGE 8
+/* Blocks kept per bin (every cached class is a slab class): (regions per slab) <<
+ * lg_tcache_nslots_mul, clamped to [tcache_nslots_small_min, tcache_nslots_small_max]
+ * (jemalloc's rule: a fill or a flush then moves about a slab's worth). */
+_Static_assert(NCACHED_MAX <= NSMALL, "every class a thread cache holds lives in slabs");
 
 /* A bin's starting capacity also holds at most TCACHE_START_BYTES of blocks (but at
  * least TCACHE_START_MIN blocks): by the block rule alone a bin of a class of several KiB
@@ -44,7 +44,6 @@ static unsigned bin_capacity(unsigned c) {
   /* junk and zero fill every block in the slow paths, so they bypass the caches
    * (hardened mode keeps them, for its slow paths only: tcache_boot, cache_new). */
   if (!opt_tcache || opt_junk || opt_zero || class_infos[c].size > opt_tcache_max) return 0;
-  if (c >= NSMALL) return TCACHE_NSLOTS_LARGE;
   unsigned n = class_infos[c].nregs << opt_lg_tcache_nslots_mul;
   if (n < opt_tcache_nslots_small_min) n = opt_tcache_nslots_small_min;
   if (n > opt_tcache_nslots_small_max) n = opt_tcache_nslots_small_max;
@@ -70,7 +69,7 @@ static unsigned bin_capacity(unsigned c) {
 #define TCACHE_GROW_STREAK 2                    /* overflows after refills before growing */
 static unsigned bin_max_capacity(unsigned c) {
   unsigned base = bin_capacity(c);
-  if (base == 0 || c >= NSMALL) return base;
+  if (base == 0) return base;
   size_t by_bytes = TCACHE_GROWN_BYTES / class_infos[c].size;
   unsigned grown = by_bytes < TCACHE_GROWN_SLOTS ? (unsigned)by_bytes : TCACHE_GROWN_SLOTS;
   return grown > base ? grown : base;
@@ -449,15 +448,6 @@ void *tcache_alloc_refill(tcache_t *tc, unsigned c) {
   cache_bin_t *b = tcache_bin(tc, c);
   tessera_assert(tc == tls_thread.tcache && b->capacity > 0);
   tessera_assert(b->head == b->slots + b->capacity); /* refills land in an empty bin */
-  if (c >= NSMALL) {
-    void *p = arena_malloc_large(tc->arena, class_infos[c].size, PAGE, false);
-    if (p != NULL) { /* counted as a fill of one block, handed out at once */
-      b->nfilled++;
-      b->nmalloc++;
-      publish_bin(tc, c);
-    }
-    return p;
-  }
   /* The batch lands straight in the stack's slots, lowest address first, ending at the
    * empty position: its first block is returned, the second becomes the top. */
   unsigned want = b->capacity > 1 ? b->capacity / 2u : b->capacity; /* half a bin per fill */
@@ -488,15 +478,8 @@ static void flush_oldest(tcache_t *tc, unsigned c, unsigned n) {
   tessera_assert(n >= 1 && n <= count);
   void **items = b->slots + b->capacity - n;
   unsigned left = n;
-  if (c < NSMALL) {
-    while (left > 0) /* one round per owning arena */
-      left = bin_flush(pm_extent(pagemap_get((uintptr_t)items[0]))->arena, c, items, left);
-  } else {
-    for (unsigned i = 0; i < n; i++) {
-      extent_t *e = pm_extent(pagemap_get((uintptr_t)items[i]));
-      arena_free_large(e->arena, e);
-    }
-  }
+  while (left > 0) /* one round per owning arena */
+    left = bin_flush(pm_extent(pagemap_get((uintptr_t)items[0]))->arena, c, items, left);
   /* The newer blocks move up into the freed slots, keeping their order. */
   memmove(b->head + n, b->head, (count - n) * sizeof(void *));
   b->head += n;

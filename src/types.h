@@ -6,7 +6,7 @@
  *   page     4 KiB, the unit of the page map and of every extent.
  *   class    a size class: four per doubling (16, 32, 48, 64, 80, 96, 112, 128, 160, ...),
  *            plus one "power of two plus a header" class (1152, 2304, 4608, 9216).
- *            Classes up to SMALL_MAX (14 KiB) are "small" and live in slabs; bigger
+ *            Classes up to SMALL_MAX (32 KiB) are "small" and live in slabs; bigger
  *            requests are "large" and get a whole extent.
  *   extent   a run of whole pages with one metadata record (extent_t): a slab, a large
  *            block, or a free run. Extents never overlap; neighbours are found through
@@ -43,14 +43,14 @@
 #define PAGE_MASK (PAGE - 1)
 #define QUANTUM 16 /* every block is aligned to at least this */
 
-#define SMALL_MAX 14336   /* 3.5 pages: the largest class kept in slabs */
+#define SMALL_MAX 32768   /* 8 pages: the largest class kept in slabs */
 #define NHEADER_CLASSES 4 /* 2^k + 2^k/8 for 1 KiB <= 2^k <= 8 KiB (size_class.h) */
-#define NSMALL 39         /* classes 16 .. 14336 */
+#define NSMALL 44         /* classes 16 .. 32768 */
 #define NCACHED_MAX 44    /* classes up to 32 KiB may have a thread-cache bin */
 #define TCACHE_MAX_LIMIT ((size_t)32 << 10)
 #define LOOKUP_MAX TCACHE_MAX_LIMIT /* size -> class by table up to here */
 
-#define SLAB_MAX_PAGES 16        /* a slab is at most 64 KiB */
+#define SLAB_MAX_PAGES 32        /* a slab is at most 128 KiB */
 #define SLAB_MAX_REGIONS 1024    /* so a slab's bitmap is at most 16 words */
 #define BITMAP_MAX_WORDS (SLAB_MAX_REGIONS / 64)
 
