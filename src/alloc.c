@@ -120,7 +120,9 @@ void *alloc_hardened(size_t n, size_t align, bool zero, const char *func) {
   bool guarded = false;
   size_t block = hardened_block(m, align, &guarded); /* sets guarded: a statement first */
   size_t region = hardened_region(block, guarded);
-  void *p = alloc_large(large_request(m), align < PAGE ? PAGE : align, zero);
+  void *p = guarded && align <= PAGE ? hardened_take_guarded((uint32_t)(block / PAGE), func) : NULL;
+  if (p != NULL) p = alloc_counted(p, large_usable_size(large_request(m))); /* all zero */
+  else p = alloc_large(large_request(m), align < PAGE ? PAGE : align, zero);
   if (p == NULL) return NULL;
   /* Up to 32 KiB, blocks are zeroed when freed, and must still be (larger ones are
    * pages given back, or fresh: alloc_large zeroes them if asked). */

@@ -124,15 +124,34 @@ static void free_block_now(extent_t *e, unsigned c, void *p) {
   }
 }
 
-/* hardened:true: a block leaving a quarantine is checked (a large one's first page) and
- * freed to its arena. */
-static void free_from_quarantine(void *p) {
+/* hardened:true: a block leaving a quarantine (or the kept guarded blocks, hardened.h)
+ * is checked (a large one's first page) and freed to its arena. */
+static void free_unquarantined(void *p) {
   pm_entry_t pe = pagemap_get((uintptr_t)p);
   unsigned code = pm_code(pe), c = code - 1 < NCACHED_MAX ? code - 1 : CODE_LARGE;
   extent_t *e = pm_extent(pe);
   block_clear_freed_key(p);
   hardened_unscrub(p, free_hardened_region(e, c), c == CODE_LARGE);
   free_block_now(e, c, p);
+}
+
+/* hardened:true: a block leaving a quarantine; a guarded one is kept for a malloc of its
+ * size if it can be (hardened.h), as it is. */
+static void free_from_quarantine(void *p) {
+  pm_entry_t pe = pagemap_get((uintptr_t)p);
+  if (pm_code(pe) - 1 < NCACHED_MAX) {
+    free_unquarantined(p);
+    return;
+  }
+  extent_t *e = pm_extent(pe);
+  void *evicted;
+  bool kept = hardened_keep_guarded(p, (uint32_t)e->npages, &evicted);
+  if (kept) tls_thread.deallocated += e->npages * PAGE;
+  if (evicted != NULL) { /* counted as freed when it was kept */
+    tls_thread.deallocated -= pm_extent(pagemap_get((uintptr_t)evicted))->npages * PAGE;
+    free_unquarantined(evicted);
+  }
+  if (!kept) free_unquarantined(p);
 }
 
 /* hardened:true: a freed block is zeroed (a large one's pages given back instead, no

@@ -169,19 +169,28 @@ void hardened_check_unused(void *p, size_t size, const char *func) {
 }
 
 void hardened_scrub(void *p, size_t region, bool guarded) {
-  /* A guarded region is whole pages: giving them back zeroes them and frees the memory;
-   * all but the first page (which holds the freed-block key) are then made inaccessible
-   * until the block leaves the quarantine (if the kernel refuses, they stay as they are). */
-  if (!guarded || !os_release_pages(p, region)) memset(p, 0, region);
-  if (guarded && region > PAGE) os_protect((char *)p + PAGE, region - PAGE, false);
+  if (!guarded) {
+    memset(p, 0, region);
+    return;
+  }
+  /* A guarded region is whole pages. All but the first (which holds the freed-block key)
+   * are given back and made inaccessible in one system call until the block leaves the
+   * quarantine; the first is zeroed. */
+  tessera_assert(region > PAGE && region % PAGE == 0);
+  memset(p, 0, PAGE);
+  if (!os_release_inaccessible((char *)p + PAGE, region - PAGE))
+    fatal_pointer("free()", "cannot give back the pages of a freed block at", p);
+}
+
+/* The first page of a guarded block (zero but for its key, which this clears) checked
+ * naming func, and its other pages made accessible again. */
+static void guarded_reopen(void *p, size_t region, const char *func) {
+  hardened_check_unused(p, PAGE, func);
+  if (!os_protect((char *)p + PAGE, region - PAGE, true)) fatal_pointer(func, "cannot make a freed block accessible again at", p);
 }
 
 void hardened_unscrub(void *p, size_t region, bool guarded) {
-  if (!guarded) return;
-  /* The first page was left accessible: it must still be zero but for the key. */
-  hardened_check_unused(p, PAGE, "free()");
-  if (region > PAGE && !os_protect((char *)p + PAGE, region - PAGE, true))
-    fatal_pointer("free()", "cannot make a freed block accessible again at", p);
+  if (guarded) guarded_reopen(p, region, "free()");
 }
 
 /* ---------------------------------------------------------------- guard pages */
@@ -219,19 +228,40 @@ static quarantine_shard_t shards[QUARANTINE_SHARDS];
 enum { QUARANTINE_OFF, QUARANTINE_STARTING, QUARANTINE_READY };
 static _Atomic int quarantine_state;
 
+/* ---------------------------------------------------------------- guarded blocks kept */
+
+/* Guarded blocks that left the quarantine wait here, as they were in it (first page
+ * zero with its key, the others inaccessible, the guard page in place), for a malloc of
+ * their size: one system call then (the pages made accessible) instead of four (the
+ * guard page removed when the extent is freed and put back when a block is cut from it
+ * again, the pages made accessible and the freed block's made inaccessible again: only
+ * the last stays, at free). Shared by all threads, under a lock; small blocks only,
+ * where system calls are most of a block's cost. */
+#define GUARDED_KEPT_SLOTS 32
+#define GUARDED_KEPT_MAX_PAGES 32 /* 128 KiB, its guard page included */
+
+static struct {
+  lock_t lock;
+  _Atomic unsigned count;
+  hardened_held_t slots[GUARDED_KEPT_SLOTS];
+} kept;
+
 static lock_t ring_pool_lock; /* the rings of threads gone (thread quarantine, below) */
 
 static void quarantine_fork_prepare(void) {
   for (unsigned i = 0; i < QUARANTINE_SHARDS; i++) lock_fork_prepare(&shards[i].lock);
   lock_fork_prepare(&ring_pool_lock);
+  lock_fork_prepare(&kept.lock);
 }
 static void quarantine_fork_parent(void) {
   for (unsigned i = 0; i < QUARANTINE_SHARDS; i++) lock_fork_release(&shards[i].lock);
   lock_fork_release(&ring_pool_lock);
+  lock_fork_release(&kept.lock);
 }
 static void quarantine_fork_child(void) {
   for (unsigned i = 0; i < QUARANTINE_SHARDS; i++) lock_init(&shards[i].lock);
   lock_init(&ring_pool_lock);
+  lock_init(&kept.lock);
 }
 
 /* Sets the shards up, once; false while another thread (or this one, reentered) does,
@@ -243,6 +273,7 @@ static bool quarantine_ready(void) {
   if (state != QUARANTINE_OFF || !atomic_compare_exchange_strong(&quarantine_state, &expected, QUARANTINE_STARTING))
     return false;
   lock_init(&ring_pool_lock);
+  lock_init(&kept.lock);
   for (unsigned i = 0; i < QUARANTINE_SHARDS; i++) {
     lock_init(&shards[i].lock);
     shards[i].ring = base_alloc(QUARANTINE_SLOTS * sizeof(quarantine_entry_t));
@@ -380,4 +411,39 @@ void hardened_thread_quarantine_release(void) {
   r->next_free = ring_pool;
   ring_pool = r;
   lock_release(&ring_pool_lock);
+}
+
+/* ---------------------------------------------------------------- guarded blocks kept (above) */
+
+bool hardened_keep_guarded(void *p, uint32_t npages, void **evicted) {
+  *evicted = NULL;
+  if (npages > GUARDED_KEPT_MAX_PAGES || !quarantine_ready()) return false;
+  lock_acquire(&kept.lock);
+  unsigned n = atomic_load_explicit(&kept.count, memory_order_relaxed);
+  if (n == GUARDED_KEPT_SLOTS) { /* full: the oldest slot's block makes room */
+    *evicted = kept.slots[0].p;
+    kept.slots[0] = (hardened_held_t){p, CODE_LARGE, npages};
+  } else {
+    kept.slots[n] = (hardened_held_t){p, CODE_LARGE, npages};
+    atomic_store_explicit(&kept.count, n + 1, memory_order_relaxed);
+  }
+  lock_release(&kept.lock);
+  return true;
+}
+
+void *hardened_take_guarded(uint32_t npages, const char *func) {
+  if (atomic_load_explicit(&kept.count, memory_order_relaxed) == 0) return NULL;
+  void *p = NULL;
+  lock_acquire(&kept.lock);
+  unsigned n = atomic_load_explicit(&kept.count, memory_order_relaxed);
+  for (unsigned i = n; i-- > 0;) {
+    if (kept.slots[i].npages != npages) continue;
+    p = kept.slots[i].p;
+    kept.slots[i] = kept.slots[n - 1];
+    atomic_store_explicit(&kept.count, n - 1, memory_order_relaxed);
+    break;
+  }
+  lock_release(&kept.lock);
+  if (p != NULL) guarded_reopen(p, hardened_region((size_t)npages * PAGE, true), func);
+  return p;
 }

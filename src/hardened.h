@@ -75,6 +75,15 @@ void hardened_scrub(void *p, size_t region, bool guarded);
  * write after free aborts naming free) and the rest made accessible again. */
 void hardened_unscrub(void *p, size_t region, bool guarded);
 
+/* A guarded block (npages pages, its guard page included) leaving the quarantine: kept
+ * as it is, for a malloc of the same size (true), else to be freed by the caller (false).
+ * *evicted is then a kept block that made room (freed by the caller as one leaving the
+ * quarantine), or NULL. */
+bool hardened_keep_guarded(void *p, uint32_t npages, void **evicted);
+/* A kept guarded block of npages pages, ready to be handed out (its first page checked
+ * to be unused, naming func, and all its pages accessible and zero); NULL if none. */
+void *hardened_take_guarded(uint32_t npages, const char *func);
+
 /* The guard page of a large block: made inaccessible when it is handed out, accessible
  * again before its extent is freed. hardened_guard returns false if the kernel refused. */
 bool hardened_guard(void *page);
