@@ -131,6 +131,22 @@ void *alloc_hardened(size_t n, size_t align, bool zero, const char *func) {
   return p;
 }
 
+/* hardened:true, malloc's common case: a cached class, popped from a thread cache that
+ * has a block for it (the checks of alloc_hardened, without its layers); NULL otherwise
+ * (the caller takes the general path, which refills the bin). */
+static void *malloc_hardened_cached(size_t size) {
+  tcache_t *tc = tls_thread.tcache;
+  if (size > LOOKUP_MAX - HARDENED_EXTRA || tc == &tcache_empty) return NULL;
+  unsigned c = size_to_class(size + HARDENED_EXTRA);
+  cache_bin_t *b = tcache_bin(tc, c);
+  if (b->head == b->slots + b->capacity) return NULL; /* empty, or not caching */
+  void *p = block_clear_freed_key(*b->head++);
+  b->nmalloc++;
+  hardened_check_unused(p, class_infos[c].size, "malloc()");
+  hardened_write_trailer(p, class_infos[c].size, size);
+  return p;
+}
+
 static void *alloc_any(size_t size) {
   tcache_t *tc = tcache_get();
   if (size <= LOOKUP_MAX) return alloc_cached_class(tc, size_to_class(size));
@@ -166,6 +182,11 @@ PROF_API_ENTRY static void *malloc_profiled(size_t size) {
 }
 
 NOINLINE PROF_API_ENTRY static void *malloc_slow(size_t size) {
+  /* Hardened mode sends every call here (hardened.h); it is set at boot only. */
+  if (unlikely(opt_hardened)) {
+    void *p = malloc_hardened_cached(size);
+    if (likely(p != NULL)) return p;
+  }
   if (unlikely(!boot_ensure())) return NULL;
   if (unlikely(size > (size_t)PTRDIFF_MAX)) {
     errno = ENOMEM;
