@@ -73,9 +73,8 @@ typedef struct canary_bytes {
 } canary_bytes_t;
 
 static canary_bytes_t canary_pattern(uint64_t word) {
-  canary_bytes_t c;
-  for (unsigned i = 0; i < HARDENED_CANARY_MAX / 8; i++) c.w[i] = (word >> i) | 0x0101010101010101ull;
-  return c;
+  uint64_t odd = word | 0x0101010101010101ull; /* the same 8 bytes twice: one OR */
+  return (canary_bytes_t){{odd, odd}};
 }
 
 /* How many canary bytes follow a request of n in a region. */
@@ -368,10 +367,6 @@ static hardened_held_t ring_take_oldest(thread_ring_t *r) {
   return h;
 }
 
-static bool ring_over(const thread_ring_t *r, size_t size, size_t resident) {
-  return r->count == THREAD_RING_SLOTS || r->resident + resident > r->resident_limit || r->size + size > r->size_limit;
-}
-
 unsigned hardened_thread_quarantine(hardened_held_t h, hardened_held_t *out) {
   thread_ring_t *r = thread_ring;
   if (unlikely(r == NULL)) r = ring_new();
@@ -381,7 +376,9 @@ unsigned hardened_thread_quarantine(hardened_held_t h, hardened_held_t *out) {
     return 1;
   }
   unsigned n = 0;
-  while (ring_over(r, size, resident)) { /* ends: h alone fits an empty ring */
+  /* The limits less h's bytes: the loop's test is then a count and two comparisons. */
+  size_t resident_max = r->resident_limit - resident, size_max = r->size_limit - size;
+  while (r->count == THREAD_RING_SLOTS || r->resident > resident_max || r->size > size_max) { /* ends: h alone fits an empty ring */
     if (n == HARDENED_EVICT_MAX) {
       out[n++] = h; /* more would have to leave */
       return n;
