@@ -234,15 +234,24 @@ static _Atomic int quarantine_state;
  * their size: one system call then (the pages made accessible) instead of four (the
  * guard page removed when the extent is freed and put back when a block is cut from it
  * again, the pages made accessible and the freed block's made inaccessible again: only
- * the last stays, at free). Shared by all threads, under a lock; small blocks only,
- * where system calls are most of a block's cost. */
-#define GUARDED_KEPT_SLOTS 32
-#define GUARDED_KEPT_MAX_PAGES 32 /* 128 KiB, its guard page included */
+ * the last stays, at free). Shared by all threads, under a lock; blocks up to 1 MiB
+ * (system calls are much of their cost), the oldest kept making room for a new one. A
+ * kept block holds its first page of memory and its address space; it still counts as
+ * allocated in the statistics. */
+#define GUARDED_KEPT_SLOTS 64
+#define GUARDED_KEPT_MAX_PAGES 257 /* 1 MiB and its guard page */
+
+typedef struct kept_block {
+  void *p;
+  uint32_t npages;
+  uint64_t age; /* when it was kept: the oldest makes room */
+} kept_block_t;
 
 static struct {
   lock_t lock;
   _Atomic unsigned count;
-  hardened_held_t slots[GUARDED_KEPT_SLOTS];
+  uint64_t clock;
+  kept_block_t slots[GUARDED_KEPT_SLOTS];
 } kept;
 
 static lock_t ring_pool_lock; /* the rings of threads gone (thread quarantine, below) */
@@ -412,18 +421,26 @@ void hardened_thread_quarantine_release(void) {
 
 /* ---------------------------------------------------------------- guarded blocks kept (above) */
 
+/* The slot of the block kept longest. */
+static unsigned kept_oldest(void) {
+  unsigned oldest = 0;
+  for (unsigned i = 1; i < GUARDED_KEPT_SLOTS; i++)
+    if (kept.slots[i].age < kept.slots[oldest].age) oldest = i;
+  return oldest;
+}
+
 bool hardened_keep_guarded(void *p, uint32_t npages, void **evicted) {
   *evicted = NULL;
   if (npages > GUARDED_KEPT_MAX_PAGES || !quarantine_ready()) return false;
   lock_acquire(&kept.lock);
-  unsigned n = atomic_load_explicit(&kept.count, memory_order_relaxed);
-  if (n == GUARDED_KEPT_SLOTS) { /* full: the oldest slot's block makes room */
-    *evicted = kept.slots[0].p;
-    kept.slots[0] = (hardened_held_t){p, CODE_LARGE, npages};
+  unsigned n = atomic_load_explicit(&kept.count, memory_order_relaxed), slot = n;
+  if (n == GUARDED_KEPT_SLOTS) { /* full: the oldest makes room */
+    slot = kept_oldest();
+    *evicted = kept.slots[slot].p;
   } else {
-    kept.slots[n] = (hardened_held_t){p, CODE_LARGE, npages};
     atomic_store_explicit(&kept.count, n + 1, memory_order_relaxed);
   }
+  kept.slots[slot] = (kept_block_t){p, npages, ++kept.clock};
   lock_release(&kept.lock);
   return true;
 }

@@ -23,6 +23,9 @@
  *   hardened_quarantine) before their memory can be handed out again: a ring per
  *   thread, without a lock, for blocks up to 32 KiB (which then go to the thread's
  *   cache), and shared rings with locks for larger blocks and threads without a cache.
+ *   A guarded block that leaves the quarantine is kept as it is (guard page in place,
+ *   pages inaccessible) for the next malloc of its size, saving the system calls that
+ *   would undo and redo that state (hardened_keep_guarded).
  * - Random slots: a slab hands out a random free region instead of its lowest.
  */
 #ifndef TESSERA_HARDENED_H

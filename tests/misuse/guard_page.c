@@ -25,7 +25,7 @@ static void *launder(void *p) {
 }
 
 /* Enough blocks for the first freed to leave the thread's quarantine (256 such blocks at
- * most, its bytes resident: a page each) and be kept (32 at most), not pushed out of there. */
+ * most, its bytes resident: a page each) and be kept (64 at most), not pushed out of there. */
 #define CHURN_KEPT 270
 
 /* Allocates n blocks of size bytes, then frees them: the first ones are then kept. */
