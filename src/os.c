@@ -61,15 +61,6 @@ bool os_protect(void *addr, size_t size, bool accessible) {
   return ok;
 }
 
-bool os_release_inaccessible(void *addr, size_t size) {
-  int saved = errno;
-  /* A fresh mapping over the range: its old pages are freed, and the new ones read as
-   * zero once made accessible again; one system call instead of madvise and mprotect. */
-  void *p = mmap(addr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
-  errno = saved;
-  return p == addr;
-}
-
 bool os_random_bytes(void *buf, size_t n) {
   int saved = errno;
   long got = syscall(SYS_getrandom, buf, n, 0);

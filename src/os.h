@@ -30,10 +30,6 @@ bool os_lazy_free_pages(void *addr, size_t size);
 /* Makes a range (page aligned) inaccessible (PROT_NONE), or readable and writable
  * again. Returns false if the kernel refused (too many mappings). */
 bool os_protect(void *addr, size_t size, bool accessible);
-/* Gives pages back to the OS and makes them inaccessible (PROT_NONE), in one call;
- * os_protect(accessible) later makes them usable again, reading as zero. Returns false
- * if the kernel refused (the range is then unchanged or unmapped: the caller aborts). */
-bool os_release_inaccessible(void *addr, size_t size);
 /* Fills buf with n random bytes from the kernel (getrandom); false if it refused. */
 bool os_random_bytes(void *buf, size_t n);
 /* Transparent huge pages for a range: mode 1 asks for them (MADV_HUGEPAGE), mode 2
