@@ -181,12 +181,7 @@ PROF_API_ENTRY static void *malloc_profiled(size_t size) {
   return p;
 }
 
-NOINLINE PROF_API_ENTRY static void *malloc_slow(size_t size) {
-  /* Hardened mode sends every call here (hardened.h); it is set at boot only. */
-  if (unlikely(opt_hardened)) {
-    void *p = malloc_hardened_cached(size);
-    if (likely(p != NULL)) return p;
-  }
+NOINLINE PROF_API_ENTRY static void *malloc_general(size_t size) {
   if (unlikely(!boot_ensure())) return NULL;
   if (unlikely(size > (size_t)PTRDIFF_MAX)) {
     errno = ENOMEM;
@@ -208,6 +203,19 @@ NOINLINE PROF_API_ENTRY static void *malloc_slow(size_t size) {
   void *p = alloc_any(size);
   if (unlikely(p == NULL)) errno = ENOMEM;
   return p;
+}
+
+/* hardened:true: malloc's common case, else the general path. */
+NOINLINE static void *malloc_hardened(size_t size) {
+  void *p = malloc_hardened_cached(size);
+  return likely(p != NULL) ? p : malloc_general(size);
+}
+
+/* Hardened mode sends every call here (hardened.h): opt_hardened is set at boot only.
+ * Each path is a function of its own, so that this one is a test and a jump. */
+NOINLINE PROF_API_ENTRY static void *malloc_slow(size_t size) {
+  if (unlikely(opt_hardened)) return malloc_hardened(size);
+  return malloc_general(size);
 }
 
 TESSERA_EXPORT PROF_API_ENTRY void *malloc(size_t size) {

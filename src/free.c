@@ -252,12 +252,23 @@ static bool free_hardened_cached_fast(void *p) {
   return true;
 }
 
-NOINLINE static void free_slow(void *p) {
+NOINLINE static void free_general(void *p) {
   if (p == NULL) return;
-  if (unlikely(opt_hardened) && free_hardened_cached_fast(p)) return;
   unsigned c;
   extent_t *e = free_lookup_block(p, "free()", &c, true);
   free_checked(p, e, c);
+}
+
+/* hardened:true: free's common case, else the general path. */
+NOINLINE static void free_hardened_path(void *p) {
+  if (likely(free_hardened_cached_fast(p))) return;
+  free_general(p);
+}
+
+/* Hardened mode sends every call here (hardened.h): a test and a jump to its path. */
+NOINLINE static void free_slow(void *p) {
+  if (unlikely(opt_hardened)) free_hardened_path(p);
+  else free_general(p);
 }
 
 TESSERA_EXPORT void free(void *p) {
