@@ -18,6 +18,7 @@
 #include "free_map.h"
 #include "frontend.h"
 #include "hardened.h"
+#include "hardened_bytes.h"
 #include "hardened_key.h"
 #include "init.h"
 #include "options.h"

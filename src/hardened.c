@@ -4,6 +4,7 @@
  * the blocks, these functions look at and write their bytes, and keep the quarantine.
  */
 #include "hardened.h"
+#include "hardened_bytes.h"
 
 #include <string.h>
 
@@ -19,7 +20,6 @@
 
 /* The program's memory may hold any type: read and write it as such. */
 typedef uint64_t __attribute__((may_alias)) heap_word_t;
-typedef uint32_t __attribute__((may_alias, aligned(1))) heap_u32_t;
 
 /* ---------------------------------------------------------------- randomness */
 
@@ -46,118 +46,21 @@ uint64_t hardened_random(void) {
   return splitmix64(&rng_state);
 }
 
-/* The process's secret for canaries and trailers: set once, by whichever thread gets
- * there first. */
-static _Atomic uint64_t canary_secret;
+/* The process's secret for canaries and trailers (hardened_bytes.h): set once, by
+ * whichever thread gets there first. */
+_Atomic uint64_t hardened_secret;
 
-static uint64_t secret(void) {
-  uint64_t s = atomic_load_explicit(&canary_secret, memory_order_relaxed);
-  if (likely(s != 0)) return s;
+uint64_t hardened_secret_init(void) {
   uint64_t fresh = seed_from_kernel() | 1, expected = 0;
-  if (atomic_compare_exchange_strong(&canary_secret, &expected, fresh)) return fresh;
+  if (atomic_compare_exchange_strong(&hardened_secret, &expected, fresh)) return fresh;
   return expected;
 }
 
-/* ---------------------------------------------------------------- canaries */
-
-/* The block's canary word: the secret mixed with the block's address. */
-static uint64_t canary_word(const void *p) {
-  uint64_t s = secret() ^ ((uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull);
-  return s ^ (s >> 29);
-}
-
-/* The canary bytes after a request, from the block's canary word; every byte odd (never
- * zero: a string's terminating zero written one byte too far is always caught). */
-typedef struct canary_bytes {
-  uint64_t w[HARDENED_CANARY_MAX / 8];
-} canary_bytes_t;
-
-static canary_bytes_t canary_pattern(uint64_t word) {
-  uint64_t odd = word | 0x0101010101010101ull; /* the same 8 bytes twice: one OR */
-  return (canary_bytes_t){{odd, odd}};
-}
-
-/* How many canary bytes follow a request of n in a region. */
-static size_t canary_length(size_t region, size_t n) {
-  size_t len = region - HARDENED_TRAILER - n;
-  return len > HARDENED_CANARY_MAX ? HARDENED_CANARY_MAX : len;
-}
-
-/* Copies and compares len (1 to 16) bytes with two overlapping loads or stores of the
- * widest size that fits, without a call to the C library (the length varies). */
-typedef uint16_t __attribute__((may_alias, aligned(1))) heap_u16_t;
-typedef uint64_t __attribute__((may_alias, aligned(1))) heap_u64_t;
-
-static void copy_small(uint8_t *dst, const uint8_t *src, size_t len) {
-  if (len >= 8) {
-    *(heap_u64_t *)dst = *(const heap_u64_t *)src;
-    *(heap_u64_t *)(dst + len - 8) = *(const heap_u64_t *)(src + len - 8);
-  } else if (len >= 4) {
-    *(heap_u32_t *)dst = *(const heap_u32_t *)src;
-    *(heap_u32_t *)(dst + len - 4) = *(const heap_u32_t *)(src + len - 4);
-  } else if (len >= 2) {
-    *(heap_u16_t *)dst = *(const heap_u16_t *)src;
-    *(heap_u16_t *)(dst + len - 2) = *(const heap_u16_t *)(src + len - 2);
-  } else {
-    *dst = *src;
-  }
-}
-
-static bool equal_small(const uint8_t *a, const uint8_t *b, size_t len) {
-  if (len >= 8)
-    return ((*(const heap_u64_t *)a ^ *(const heap_u64_t *)b) |
-            (*(const heap_u64_t *)(a + len - 8) ^ *(const heap_u64_t *)(b + len - 8))) == 0;
-  if (len >= 4)
-    return ((*(const heap_u32_t *)a ^ *(const heap_u32_t *)b) |
-            (*(const heap_u32_t *)(a + len - 4) ^ *(const heap_u32_t *)(b + len - 4))) == 0;
-  if (len >= 2)
-    return ((*(const heap_u16_t *)a ^ *(const heap_u16_t *)b) |
-            (*(const heap_u16_t *)(a + len - 2) ^ *(const heap_u16_t *)(b + len - 2))) == 0;
-  return *a == *b;
-}
-
-void hardened_write_trailer(void *p, size_t region, size_t n) {
-  tessera_assert(n + HARDENED_EXTRA <= region);
-  uint64_t w = canary_word(p);
-  canary_bytes_t c = canary_pattern(w);
-  uint8_t *b = p;
-  copy_small(b + n, (const uint8_t *)&c, canary_length(region, n));
-  *(heap_u32_t *)(b + region - HARDENED_TRAILER) = (uint32_t)(region - n) ^ (uint32_t)(w >> 32);
-}
-
-size_t hardened_checked_size(const void *p, size_t region, const char *func) {
-  uint64_t w = canary_word(p);
-  const uint8_t *b = p;
-  size_t slack = *(const heap_u32_t *)(b + region - HARDENED_TRAILER) ^ (uint32_t)(w >> 32);
-  if (slack < HARDENED_EXTRA || slack > region) fatal_pointer(func, "heap overflow detected after block", p);
-  size_t n = region - slack;
-  canary_bytes_t c = canary_pattern(w);
-  if (!equal_small(b + n, (const uint8_t *)&c, canary_length(region, n))) fatal_pointer(func, "heap overflow detected after block", p);
-  return n;
-}
+void hardened_overflow(const void *p, const char *func) { fatal_pointer(func, "heap overflow detected after block", p); }
 
 /* ---------------------------------------------------------------- zero on free */
 
-/* Whether size bytes at p (both multiples of 16) are all zero: 32 bytes an iteration,
- * ORed into two 16-byte vectors (the compiler's vector extension: SSE2 on x86-64). */
-typedef uint64_t __attribute__((vector_size(16), may_alias)) heap_vec_t;
-
-static bool all_zero(const void *p, size_t size) {
-  tessera_assert(((uintptr_t)p | size) % 16 == 0);
-  const heap_vec_t *v = p;
-  heap_vec_t a = {0, 0}, b = {0, 0};
-  size_t n = size / 16, i = 0;
-  for (; i + 2 <= n; i += 2) {
-    a |= v[i];
-    b |= v[i + 1];
-  }
-  if (i < n) a |= v[i];
-  a |= b;
-  return (a[0] | a[1]) == 0;
-}
-
-void hardened_check_unused(void *p, size_t size, const char *func) {
-  if (likely(all_zero(p, size))) return; /* the common case */
+void hardened_check_unused_words(void *p, size_t size, const char *func) {
   heap_word_t *w = p;
   for (size_t i = 0; i < size / sizeof(*w); i++) {
     if (likely(w[i] == 0)) continue;

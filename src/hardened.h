@@ -61,16 +61,7 @@ static inline size_t hardened_request(size_t n, size_t align) {
 /* A random number from the calling thread's generator (seeded from the kernel). */
 uint64_t hardened_random(void);
 
-/* Writes the trailer and canary bytes of a block whose region is region bytes, of which
- * the program asked for n. */
-void hardened_write_trailer(void *p, size_t region, size_t n);
-/* The n the block was asked for; aborts naming func when its trailer or canary bytes
- * were overwritten ("heap overflow detected after block"). */
-size_t hardened_checked_size(const void *p, size_t region, const char *func);
-/* Aborts naming func if a slab block about to be handed out was written after it was
- * freed (a word neither zero nor a freed-block key); clears the keys: the block is then
- * all zero. */
-void hardened_check_unused(void *p, size_t size, const char *func);
+/* The trailer, the canary bytes and the unused-block check: hardened_bytes.h. */
 /* Zeroes a freed block's region (a guarded block's pages are given back instead, and
  * all but its first page made inaccessible while it waits in the quarantine). */
 void hardened_scrub(void *p, size_t region, bool guarded);
