@@ -247,6 +247,12 @@ static bool free_hardened_cached_fast(void *p) {
   hardened_checked_size(p, ci->size, "free()");
   memset(p, 0, ci->size);
   ((block_word_t *)p)[1] = (uintptr_t)fe; /* the freed-block key */
+  hardened_held_t left;
+  int one = hardened_thread_quarantine_one(p, c, ci->size, &left);
+  if (likely(one >= 0)) {
+    if (one > 0) free_held(tc, left);
+    return true;
+  }
   hardened_held_t out[HARDENED_EVICT_MAX + 1];
   unsigned n = hardened_thread_quarantine((hardened_held_t){p, c, 0}, out);
   for (unsigned i = 0; i < n; i++) free_held(tc, out[i]);

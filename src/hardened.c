@@ -301,6 +301,30 @@ unsigned hardened_thread_quarantine(hardened_held_t h, hardened_held_t *out) {
   return n;
 }
 
+int hardened_thread_quarantine_one(void *p, unsigned c, size_t size, hardened_held_t *out) {
+  thread_ring_t *r = thread_ring;
+  if (unlikely(r == NULL || size > r->resident_limit)) return -1; /* size_limit is larger */
+  size_t resident_max = r->resident_limit - size, size_max = r->size_limit - size;
+  if (likely(r->count < THREAD_RING_SLOTS && r->resident <= resident_max && r->size <= size_max)) {
+    r->slots[(r->head + r->count) & (THREAD_RING_SLOTS - 1)] = (hardened_held_t){p, c, 0};
+    r->count++;
+    r->resident += size;
+    r->size += size;
+    return 0;
+  }
+  /* The oldest leaves, if that makes room; its slot's place in the ring is taken over
+   * by the new tail. */
+  hardened_held_t *oldest = &r->slots[r->head];
+  size_t old_size = held_size(*oldest), old_resident = held_resident(*oldest);
+  if (unlikely(r->resident - old_resident > resident_max || r->size - old_size > size_max)) return -1;
+  *out = *oldest;
+  r->head = (r->head + 1) & (THREAD_RING_SLOTS - 1);
+  r->slots[(r->head + r->count - 1) & (THREAD_RING_SLOTS - 1)] = (hardened_held_t){p, c, 0};
+  r->resident = r->resident - old_resident + size;
+  r->size = r->size - old_size + size;
+  return 1;
+}
+
 bool hardened_thread_quarantine_take(hardened_held_t *out) {
   thread_ring_t *r = thread_ring;
   if (r == NULL || r->count == 0) return false;
