@@ -106,18 +106,22 @@ static inline size_t hardened_checked_size(const void *p, size_t region, const c
   return n;
 }
 
-/* Whether size bytes at p (both multiples of 16) are all zero: 32 bytes an iteration,
- * ORed into two 16-byte vectors (the compiler's vector extension: SSE2 on x86-64). */
+/* Whether size bytes at p (both multiples of 16) are all zero: 64 bytes an iteration,
+ * ORed into 16-byte vectors (the compiler's vector extension: SSE2 on x86-64); the
+ * last 16 to 48 bytes by three overlapping loads (ORing a vector twice changes nothing). */
 static inline bool hardened_all_zero(const void *p, size_t size) {
-  tessera_assert(((uintptr_t)p | size) % 16 == 0);
+  tessera_assert(((uintptr_t)p | size) % 16 == 0 && size > 0);
   const heap_vec_t *v = p;
   heap_vec_t a = {0, 0}, b = {0, 0};
   size_t n = size / 16, i = 0;
-  for (; i + 2 <= n; i += 2) {
-    a |= v[i];
-    b |= v[i + 1];
+  for (; i + 4 <= n; i += 4) {
+    a |= v[i] | v[i + 2];
+    b |= v[i + 1] | v[i + 3];
   }
-  if (i < n) a |= v[i];
+  if (i < n) { /* 1 to 3 vectors left: the first, the middle and the last of them */
+    a |= v[i] | v[n - 1];
+    b |= v[(i + n - 1) / 2];
+  }
   a |= b;
   return (a[0] | a[1]) == 0;
 }
