@@ -70,39 +70,21 @@ void hardened_check_unused_words(void *p, size_t size, const char *func) {
   }
 }
 
-/* Whether a freed guarded region's pages are given back lazily (MADV_FREE: the kernel
- * takes them when it needs memory, else they stay, with whatever they held) rather than
- * at once (MADV_DONTNEED: they read as zero). Up to the size of the blocks kept after the
- * quarantine (below): given back at once, each of their pages cost a page fault when the
- * block was handed out again and written (frag: 1.5 million faults, 2.7 s of system
- * time, against 50,000 and 0.7 s lazily); their stale bytes are cleared when the block
- * leaves the quarantine instead. Bigger blocks are given back at once: each holds more
- * memory, and a program writing it pays its faults over more work. */
-static bool lazily_freed(size_t region);
-
 void hardened_scrub(void *p, size_t region, bool guarded) {
-  if (!guarded) {
-    memset(p, 0, region);
-    return;
-  }
-  /* A guarded region is whole pages. All but the first (which holds the freed-block key)
-   * are given back and made inaccessible until the block leaves the quarantine (if the
-   * kernel refuses, they stay as they are; with MADV_FREE refused, given back at once). */
-  tessera_assert(region > PAGE && region % PAGE == 0);
-  memset(p, 0, PAGE);
-  char *rest = (char *)p + PAGE;
-  if (lazily_freed(region)) os_lazy_free_pages(rest, region - PAGE);
-  else os_release_pages(rest, region - PAGE);
-  os_protect(rest, region - PAGE, false);
+  /* A guarded region is whole pages: giving them back zeroes them and frees the memory;
+   * all but the first page (which holds the freed-block key) are then made inaccessible
+   * until the block leaves the quarantine (if the kernel refuses, they stay as they are).
+   * (One mmap over them would do both, but costs more system time than the two calls,
+   * and takes the address space's lock for writing where madvise takes it to read.) */
+  if (!guarded || !os_release_pages(p, region)) memset(p, 0, region);
+  if (guarded && region > PAGE) os_protect((char *)p + PAGE, region - PAGE, false);
 }
 
 /* The first page of a guarded block (zero but for its key, which this clears) checked
- * naming func, and its other pages made accessible again, zero. */
+ * naming func, and its other pages made accessible again. */
 static void guarded_reopen(void *p, size_t region, const char *func) {
   hardened_check_unused(p, PAGE, func);
-  char *rest = (char *)p + PAGE;
-  if (!os_protect(rest, region - PAGE, true)) fatal_pointer(func, "cannot make a freed block accessible again at", p);
-  if (lazily_freed(region)) memset(rest, 0, region - PAGE);
+  if (!os_protect((char *)p + PAGE, region - PAGE, true)) fatal_pointer(func, "cannot make a freed block accessible again at", p);
 }
 
 void hardened_unscrub(void *p, size_t region, bool guarded) {
@@ -171,8 +153,6 @@ static struct {
   uint64_t clock;
   kept_block_t slots[GUARDED_KEPT_SLOTS];
 } kept;
-
-static bool lazily_freed(size_t region) { return region <= (GUARDED_KEPT_MAX_PAGES - 1) * PAGE; }
 
 static lock_t ring_pool_lock; /* the rings of threads gone (thread quarantine, below) */
 

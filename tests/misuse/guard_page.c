@@ -29,7 +29,7 @@ static void *launder(void *p) {
 #define CHURN_KEPT 270
 
 /* Allocates n blocks of size bytes, writes them whole, then frees them: the first ones
- * are then kept (their pages given back lazily: their bytes may still be there). */
+ * are then kept (and must come back zero). */
 static void churn(size_t size, size_t n) {
   void **blocks = malloc(n * sizeof(void *));
   if (blocks == NULL) _exit(3);
