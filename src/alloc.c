@@ -148,7 +148,7 @@ PROF_API_ENTRY static void *alloc_sampled_cached(tcache_t *tc, unsigned c) {
  * (prof_cache.h), or the size is not cached. Decides on the exact count whether this
  * allocation is its class's sampled one, then serves it from the prof bin's parked
  * blocks, the ordinary bin or a refill, and grants the prof bin a new allowance. */
-PROF_API_ENTRY static void *malloc_profiled(size_t size) {
+PROF_API_ENTRY static void *malloc_profiled_any(size_t size) {
   unsigned c = size <= LOOKUP_MAX ? size_to_class(size) : 0;
   size_t usize = size <= LOOKUP_MAX ? class_infos[c].size : large_usable_size(size);
   tcache_t *tc = size <= LOOKUP_MAX ? tcache_get() : NULL;
@@ -163,7 +163,24 @@ PROF_API_ENTRY static void *malloc_profiled(size_t size) {
   return p;
 }
 
+/* prof:true (without hardened:true): every malloc that missed the fast path. The common
+ * case first (prof_cache_next), then the checks malloc_slow would make. */
+NOINLINE PROF_API_ENTRY static void *malloc_profiled(size_t size) {
+  void *p = prof_cache_next(size);
+  if (likely(p != NULL)) return p;
+  if (unlikely(!boot_ensure())) return NULL;
+  if (unlikely(size > (size_t)PTRDIFF_MAX)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (atomic_load_explicit(&boot_constructed, memory_order_relaxed)) background_start_if_wanted();
+  p = malloc_profiled_any(size);
+  if (unlikely(p == NULL)) errno = ENOMEM;
+  return p;
+}
+
 NOINLINE PROF_API_ENTRY static void *malloc_slow(size_t size) {
+  if (unlikely(opt_prof) && !opt_hardened) return malloc_profiled(size);
   if (unlikely(!boot_ensure())) return NULL;
   if (unlikely(size > (size_t)PTRDIFF_MAX)) {
     errno = ENOMEM;
@@ -172,11 +189,6 @@ NOINLINE PROF_API_ENTRY static void *malloc_slow(size_t size) {
   if (atomic_load_explicit(&boot_constructed, memory_order_relaxed)) background_start_if_wanted();
   if (unlikely(opt_hardened)) {
     void *q = alloc_hardened(size, QUANTUM, false, "malloc()");
-    if (unlikely(q == NULL)) errno = ENOMEM;
-    return q;
-  }
-  if (unlikely(opt_prof)) {
-    void *q = malloc_profiled(size);
     if (unlikely(q == NULL)) errno = ENOMEM;
     return q;
   }

@@ -16,6 +16,19 @@
 
 size_t prof_cache_slots(void) { return opt_prof ? (size_t)NCACHED_MAX * (PROF_CACHE_SLOTS + 1) : 0; }
 
+/* Per class, the blocks a prof bin may hold: PROF_CACHE_BYTES of blocks, at least
+ * PROF_CACHE_MIN, at most PROF_CACHE_SLOTS (a table: no division on the slow path). */
+static uint8_t most_blocks[NCACHED_MAX];
+
+void prof_cache_boot(void) {
+  for (unsigned c = 0; c < NCACHED_MAX; c++) {
+    size_t most = PROF_CACHE_BYTES / class_infos[c].size;
+    if (most < PROF_CACHE_MIN) most = PROF_CACHE_MIN;
+    if (most > PROF_CACHE_SLOTS) most = PROF_CACHE_SLOTS;
+    most_blocks[c] = (uint8_t)most;
+  }
+}
+
 static uint16_t low16(void **p) { return (uint16_t)(uintptr_t)p; }
 static void **stack_end(const cache_bin_t *m) { return m->slots + m->capacity; }
 
@@ -65,13 +78,11 @@ bool prof_cache_due(tcache_t *tc, unsigned c, prof_thread_t *t) {
 /* Blocks c's prof bin may hold and hand out: a stack's worth of small blocks, fewer of
  * bigger ones (what it holds is kept from the ordinary bin's GC), never past the block
  * before the class's next sample. */
-static size_t want_of(cache_bin_t *m, unsigned c) {
-  size_t most = PROF_CACHE_BYTES / class_infos[c].size;
-  if (most < PROF_CACHE_MIN) most = PROF_CACHE_MIN;
-  if (most > m->capacity) most = m->capacity;
-  uint64_t left = *blocks_left(m);
+static size_t want_for(uint64_t left, unsigned c) {
+  size_t most = most_blocks[c];
   return left == 0 ? 0 : left - 1 < most ? (size_t)(left - 1) : most;
 }
+static size_t want_of(cache_bin_t *m, unsigned c) { return want_for(*blocks_left(m), c); }
 
 static void pull(tcache_t *tc, unsigned c, unsigned n);
 
@@ -103,6 +114,35 @@ static void pull(tcache_t *tc, unsigned c, unsigned n) {
   memcpy(m->head, a->head, n * sizeof(void *));
   a->head += n;
   a->nfilled -= n; /* back when each is popped (settle) or flushed */
+}
+
+void *prof_cache_next(size_t size) {
+  if (unlikely(size > LOOKUP_MAX)) return NULL;
+  unsigned c = class_of_lookup[(size + 15) >> 4];
+  tcache_t *tc = tls_thread.tcache;
+  cache_bin_t *m = prof_cache_bin(tc, c), *a = tcache_bin(tc, c);
+  if (unlikely(m->capacity == 0)) return NULL; /* no cache yet, or a class never cached */
+  uint64_t left = *blocks_left(m) - (m->nmalloc - m->gc_nmalloc); /* after settling */
+  if (unlikely(*blocks_left(m) == 0 || left <= 1)) return NULL;   /* to draw, or the sampled one */
+  bool parked = m->head != stack_end(m);
+  /* Nothing parked: the ordinary bin serves, if it holds enough for an allowance (else
+   * prof_cache_take parks its few blocks and the ordinary bin refills with a batch). */
+  if (!parked) {
+    unsigned have = cache_bin_count(a);
+    if (have == 0 || (c < NSMALL && have < want_for(left - 1, c) / 2)) return NULL;
+  }
+  settle(tc, c);
+  --*blocks_left(m);
+  void *p;
+  if (parked) {
+    p = *m->head++;
+    a->nfilled++;
+  } else {
+    p = *a->head++;
+  }
+  a->nmalloc++;
+  prof_cache_arm(tc, c);
+  return block_clear_freed_key(p);
 }
 
 void prof_cache_arm(tcache_t *tc, unsigned c) {

@@ -48,6 +48,13 @@ static inline uint64_t prof_cache_unsettled(const tcache_t *tc, unsigned c) {
   return m->nmalloc - m->gc_nmalloc;
 }
 
+/* At boot with prof:true: the per-class limits. */
+void prof_cache_boot(void);
+/* malloc's slow path with prof:true, the common case, for a request of size bytes: the
+ * prof bin of its class is settled and re-armed and a block handed out, when this
+ * allocation is not its class's sampled one and a block is at hand (parked, or on the
+ * ordinary bin). NULL: the full path decides (prof_cache_due, prof_cache_take, ...). */
+void *prof_cache_next(size_t size);
 /* Stack slots a thread cache must reserve for its prof bins (0 with prof:false). */
 size_t prof_cache_slots(void);
 /* Places the prof bins' empty stacks from slot on (for the classes tc caches); returns

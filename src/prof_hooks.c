@@ -12,6 +12,7 @@
 #include "options.h"
 #include "os.h"
 #include "pagemap.h"
+#include "prof_cache.h"
 #include "prof_dump.h"
 #include "size_class.h"
 #include "stats.h"
@@ -35,6 +36,7 @@ void prof_hooks_boot(void) {
   prof_sample_init(&c);
   atomic_store(&prof_active_now, opt_prof_active);
   if (opt_lg_prof_interval >= 0) atomic_store(&interval_next, (uint64_t)1 << opt_lg_prof_interval);
+  prof_cache_boot();
   /* malloc's fast path pops the prof bins (prof_cache.h); free's pushes the ordinary ones. */
   for (size_t i = 0; i <= LOOKUP_MAX >> 4; i++)
     tcache_bin_offset_of_size[i] += (uint16_t)offsetof(tcache_t, prof_bins);
