@@ -36,10 +36,9 @@ void prof_hooks_boot(void) {
   prof_sample_init(&c);
   atomic_store(&prof_active_now, opt_prof_active);
   if (opt_lg_prof_interval >= 0) atomic_store(&interval_next, (uint64_t)1 << opt_lg_prof_interval);
+  /* malloc's fast path finds bins[0] empty: every malloc counts down (prof_cache.h). */
   prof_cache_boot();
-  /* malloc's fast path pops the prof bins (prof_cache.h); free's pushes the ordinary ones. */
-  for (size_t i = 0; i <= LOOKUP_MAX >> 4; i++)
-    tcache_bin_offset_of_size[i] += (uint16_t)offsetof(tcache_t, prof_bins);
+  memset(tcache_bin_offset_of_size, 0, sizeof(tcache_bin_offset_of_size));
 }
 
 bool prof_alloc_due_slow(size_t usize) {

@@ -271,11 +271,6 @@ typedef struct tcache {
    * and the one it grows into (NULL: the bin never grows). */
   void **home_empty[NCACHED_MAX + 1];
   void **grown_empty[NCACHED_MAX + 1];
-  /* prof:true: the bins malloc's fast path pops instead of bins[] (prof_cache.h), each
-   * letting malloc pop no further than the block before its class's next sample (their
-   * nfilled counts the blocks to it). Zero (never caching) otherwise, and in
-   * tcache_empty. */
-  cache_bin_t prof_bins[NCACHED_MAX + 1];
 } tcache_t;
 
 #endif /* TESSERA_TYPES_H */
