@@ -177,7 +177,7 @@ NOINLINE PROF_API_ENTRY static void *malloc_profiled(size_t size) {
 }
 
 NOINLINE PROF_API_ENTRY static void *malloc_slow(size_t size) {
-  if (unlikely(opt_prof) && !opt_hardened) return malloc_profiled(size);
+  if (unlikely(prof_mallocs_counted)) return malloc_profiled(size);
   if (unlikely(!boot_ensure())) return NULL;
   if (unlikely(size > (size_t)PTRDIFF_MAX)) {
     errno = ENOMEM;

@@ -22,6 +22,7 @@
 extern const char __start_tessera_api[] __attribute__((visibility("hidden")));
 extern const char __stop_tessera_api[] __attribute__((visibility("hidden")));
 
+bool prof_mallocs_counted;
 static int leak_fd = -1;                   /* a duplicate of stderr taken at start-up */
 static _Atomic uint64_t interval_counted;  /* bytes allocated, as counted at samples */
 static _Atomic uint64_t interval_next;     /* the next lg_prof_interval dump point */
@@ -38,6 +39,7 @@ void prof_hooks_boot(void) {
   if (opt_lg_prof_interval >= 0) atomic_store(&interval_next, (uint64_t)1 << opt_lg_prof_interval);
   /* malloc's fast path finds bins[0] empty: every malloc counts down (prof_cache.h). */
   prof_cache_boot();
+  prof_mallocs_counted = !opt_hardened;
   memset(tcache_bin_offset_of_size, 0, sizeof(tcache_bin_offset_of_size));
 }
 

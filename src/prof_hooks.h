@@ -35,6 +35,11 @@
 /* After tcache_boot: readies the engine and, with prof:true, sends malloc's fast path
  * to the slow path. */
 void prof_hooks_boot(void);
+/* Set at boot when every malloc goes through the countdown (prof:true without
+ * hardened:true, whose own slow path takes every allocation): malloc's slow path tests
+ * this one flag. */
+extern INTERNAL bool prof_mallocs_counted;
+
 /* From the library's constructor: keeps a duplicate of stderr for the leak report. */
 void prof_hooks_constructed(void);
 
