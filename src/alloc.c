@@ -18,6 +18,7 @@
 #include "free_map.h"
 #include "frontend.h"
 #include "hardened.h"
+#include "hardened_bytes.h"
 #include "hardened_key.h"
 #include "init.h"
 #include "options.h"
@@ -80,7 +81,6 @@ static void *alloc_cached_class(tcache_t *tc, unsigned c) {
     return block_clear_freed_key(tcache_alloc_refill(tc, c));
   }
   arena_t *a = current_arena(tc);
-  if (c >= NSMALL) return alloc_counted(arena_malloc_large(a, class_infos[c].size, PAGE, false), class_infos[c].size);
   /* No cache: the one path to a slab that does not meet the OOM handling of the cache
    * refill or of arena_malloc_large. */
   void *p = bin_alloc_one(a, c);
@@ -120,12 +120,30 @@ void *alloc_hardened(size_t n, size_t align, bool zero, const char *func) {
   bool guarded = false;
   size_t block = hardened_block(m, align, &guarded); /* sets guarded: a statement first */
   size_t region = hardened_region(block, guarded);
-  void *p = alloc_large(large_request(m), align < PAGE ? PAGE : align, zero);
+  void *p = guarded && align <= PAGE ? hardened_take_guarded((uint32_t)(block / PAGE), func) : NULL;
+  if (p != NULL) p = alloc_counted(p, large_usable_size(large_request(m))); /* all zero */
+  else p = alloc_large(large_request(m), align < PAGE ? PAGE : align, zero);
   if (p == NULL) return NULL;
   /* Up to 32 KiB, blocks are zeroed when freed, and must still be (larger ones are
    * pages given back, or fresh: alloc_large zeroes them if asked). */
   if (!guarded) hardened_check_unused(p, region, func);
   hardened_write_trailer(p, region, n);
+  return p;
+}
+
+/* hardened:true, malloc's common case: a cached class, popped from a thread cache that
+ * has a block for it (the checks of alloc_hardened, without its layers); NULL otherwise
+ * (the caller takes the general path, which refills the bin). */
+static void *malloc_hardened_cached(size_t size) {
+  tcache_t *tc = tls_thread.tcache;
+  if (size > LOOKUP_MAX - HARDENED_EXTRA || tc == &tcache_empty) return NULL;
+  unsigned c = size_to_class(size + HARDENED_EXTRA);
+  cache_bin_t *b = tcache_bin(tc, c);
+  if (b->head == b->slots + b->capacity) return NULL; /* empty, or not caching */
+  void *p = block_clear_freed_key(*b->head++);
+  b->nmalloc++;
+  hardened_check_unused(p, class_infos[c].size, "malloc()");
+  hardened_write_trailer(p, class_infos[c].size, size);
   return p;
 }
 
@@ -176,8 +194,7 @@ NOINLINE PROF_API_ENTRY static void *malloc_profiled(size_t size) {
   return malloc_profiled_slow(size);
 }
 
-NOINLINE PROF_API_ENTRY static void *malloc_slow(size_t size) {
-  if (unlikely(prof_mallocs_counted)) return malloc_profiled(size);
+NOINLINE PROF_API_ENTRY static void *malloc_general(size_t size) {
   if (unlikely(!boot_ensure())) return NULL;
   if (unlikely(size > (size_t)PTRDIFF_MAX)) {
     errno = ENOMEM;
@@ -194,6 +211,21 @@ NOINLINE PROF_API_ENTRY static void *malloc_slow(size_t size) {
   void *p = alloc_any(size);
   if (unlikely(p == NULL)) errno = ENOMEM;
   return p;
+}
+
+/* hardened:true: malloc's common case, else the general path. */
+NOINLINE static void *malloc_hardened(size_t size) {
+  void *p = malloc_hardened_cached(size);
+  return likely(p != NULL) ? p : malloc_general(size);
+}
+
+/* Hardened mode (hardened.h) and prof:true (prof_cache.h) send every call here; both
+ * are set at boot only. Each path is a function of its own, so that this one is a few
+ * tests and a jump. */
+NOINLINE PROF_API_ENTRY static void *malloc_slow(size_t size) {
+  if (unlikely(opt_hardened)) return malloc_hardened(size);
+  if (unlikely(prof_mallocs_counted)) return malloc_profiled(size);
+  return malloc_general(size);
 }
 
 TESSERA_EXPORT PROF_API_ENTRY void *malloc(size_t size) {

@@ -22,7 +22,7 @@ typedef struct free_block {
 
 static lock_t base_lock;
 static char *bump, *bump_end;
-static free_block_t *free_lists[BASE_NLISTS + 1];
+SPARSE_ARRAY free_block_t *base_free_lists[BASE_NLISTS + 1];
 static size_t mapped_bytes;
 static size_t next_chunk = BASE_CHUNK_MIN;
 
@@ -41,7 +41,7 @@ void *base_alloc(size_t size) {
   size = round_granule(size ? size : 1);
   void *p = NULL;
   lock_acquire(&base_lock);
-  free_block_t **list = &free_lists[size / BASE_GRANULE];
+  free_block_t **list = &base_free_lists[size / BASE_GRANULE];
   if (size > BASE_BIG) {
     p = map_counted(align_up(size, PAGE));
   } else if (*list != NULL) {
@@ -81,8 +81,8 @@ void base_free(void *p, size_t size) {
   }
   lock_acquire(&base_lock);
   free_block_t *b = p;
-  b->next = free_lists[size / BASE_GRANULE];
-  free_lists[size / BASE_GRANULE] = b;
+  b->next = base_free_lists[size / BASE_GRANULE];
+  base_free_lists[size / BASE_GRANULE] = b;
   lock_release(&base_lock);
 }
 

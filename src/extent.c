@@ -427,6 +427,84 @@ static extent_t *borrow_dirty(arena_t *a, size_t npages) {
   return NULL;
 }
 
+/* ---- resident pages next to released ones ---- */
+
+/* Dirty extents looked at for a retained neighbour (absorb_retained_neighbor), and the
+ * smallest request that looks: below it the faults saved do not pay for the search. */
+#define ABSORB_SCAN 16
+#define ABSORB_MIN_PAGES 64
+
+/* Moves the `need` pages of retained extent r that touch dirty extent d into d (they
+ * become dirty pages that are not resident: the allocation about to take d faults them). */
+static void absorb_pages(arena_t *a, extent_t *d, extent_t *r, size_t need) {
+  size_t resident = d->npages;
+  set_remove(&a->dirty, d);
+  set_remove(&a->retained, r);
+  clear_bounds(d);
+  clear_bounds(r);
+  note_reuse(a, EXTENT_RETAINED, need);
+  if (r->addr > d->addr) r->addr += need * PAGE; /* r above d: its lowest pages go */
+  else d->addr -= need * PAGE;                   /* r below d: its highest pages go */
+  r->npages -= need;
+  d->npages += need;
+  if (r->npages > 0) insert_remainder(a, r, EXTENT_RETAINED);
+  else record_delete(a, r);
+  insert_free(a, d, EXTENT_DIRTY); /* may meet another dirty extent beyond r */
+  a->dirty_decay.added -= resident; /* those pages entered the dirty stage before */
+}
+
+/* Dirty extent d lacks the request's last `need` pages: the retained neighbour that
+ * holds them, or NULL. */
+static extent_t *retained_neighbor_holding(arena_t *a, const extent_t *d, size_t need) {
+  extent_t *above = free_neighbor(a, d->addr + d->npages * PAGE, EXTENT_RETAINED);
+  if (above != NULL && above->npages >= need) return above;
+  extent_t *below = free_neighbor(a, d->addr - PAGE, EXTENT_RETAINED);
+  return below != NULL && below->npages >= need ? below : NULL;
+}
+
+/* The first extents of bucket h (walked from its heap's root), *seen counting those
+ * looked at: absorbs into the first one a retained neighbour completes to npages. */
+static bool absorb_from_bucket(arena_t *a, const extent_heap_t *h, size_t npages, unsigned *seen) {
+  extent_t *stack[ABSORB_SCAN];
+  unsigned top = 0;
+  if (h->root != NULL) stack[top++] = h->root;
+  while (top > 0 && *seen < ABSORB_SCAN) {
+    extent_t *d = stack[--top];
+    ++*seen;
+    extent_t *r = d->npages < npages ? retained_neighbor_holding(a, d, npages - d->npages) : NULL;
+    if (r != NULL) {
+      absorb_pages(a, d, r, npages - d->npages);
+      return true;
+    }
+    if (d->heap_next != NULL && top < ABSORB_SCAN) stack[top++] = d->heap_next;
+    if (d->heap_child != NULL && top < ABSORB_SCAN) stack[top++] = d->heap_child;
+  }
+  return false;
+}
+
+/*
+ * No dirty extent holds npages, but one may lie next to a retained one: decay releases
+ * the oldest free pages, and a freed block whose neighbour was released no longer
+ * coalesces with it (different states), so a program cycling big blocks through the
+ * same addresses sees its free memory in resident and released pieces that are each
+ * too small. Rather than fault a whole retained extent elsewhere (or map new memory)
+ * while those resident pages sit unused, the dirty extent takes from its neighbour just
+ * the pages it lacks: the request reuses the resident ones and faults the rest. Looks at
+ * ABSORB_SCAN dirty extents, the largest buckets first, for requests of at least
+ * ABSORB_MIN_PAGES; true if one now holds npages.
+ */
+static bool absorb_retained_neighbor(arena_t *a, size_t npages) {
+  if (npages < ABSORB_MIN_PAGES) return false;
+  unsigned seen = 0;
+  for (unsigned w = (NPAGE_BUCKETS + 63) / 64; w-- > 0 && seen < ABSORB_SCAN;)
+    for (uint64_t bits = a->dirty.nonempty[w]; bits != 0 && seen < ABSORB_SCAN;) {
+      unsigned b = 63u - (unsigned)__builtin_clzll(bits);
+      bits &= ~((uint64_t)1 << b);
+      if (absorb_from_bucket(a, &a->dirty.buckets[w * 64 + b], npages, &seen)) return true;
+    }
+  return false;
+}
+
 bool extent_dirty_fits(const arena_t *a, size_t npages) {
   lock_assert_held(&a->extent_lock);
   return set_find(&a->dirty, npages) != NULL;
@@ -455,6 +533,7 @@ extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_sta
   bool from_top = f != NULL && (state == EXTENT_SLAB ? f->npages > search : f->npages / DIRTY_MAX_FIT > search);
   if (f == NULL) f = set_find(&a->muzzy, search);
   if (f == NULL && align_pages == 1) f = borrow_dirty(a, search);
+  if (f == NULL && state == EXTENT_LARGE && absorb_retained_neighbor(a, search)) f = set_find(&a->dirty, search);
   if (f == NULL) f = set_find(&a->retained, search);
   if (f == NULL) {
     if (!grow(a, search)) return NULL;

@@ -25,6 +25,7 @@
 #include "free_map.h"
 #include "frontend.h"
 #include "hardened.h"
+#include "hardened_bytes.h"
 #include "hardened_key.h"
 #include "init.h"
 #include "options.h"
@@ -124,15 +125,34 @@ static void free_block_now(extent_t *e, unsigned c, void *p) {
   }
 }
 
-/* hardened:true: a block leaving a quarantine is checked (a large one's first page) and
- * freed to its arena. */
-static void free_from_quarantine(void *p) {
+/* hardened:true: a block leaving a quarantine (or the kept guarded blocks, hardened.h)
+ * is checked (a large one's first page) and freed to its arena. */
+static void free_unquarantined(void *p) {
   pm_entry_t pe = pagemap_get((uintptr_t)p);
   unsigned code = pm_code(pe), c = code - 1 < NCACHED_MAX ? code - 1 : CODE_LARGE;
   extent_t *e = pm_extent(pe);
   block_clear_freed_key(p);
   hardened_unscrub(p, free_hardened_region(e, c), c == CODE_LARGE);
   free_block_now(e, c, p);
+}
+
+/* hardened:true: a block leaving a quarantine; a guarded one is kept for a malloc of its
+ * size if it can be (hardened.h), as it is. */
+static void free_from_quarantine(void *p) {
+  pm_entry_t pe = pagemap_get((uintptr_t)p);
+  if (pm_code(pe) - 1 < NCACHED_MAX) {
+    free_unquarantined(p);
+    return;
+  }
+  extent_t *e = pm_extent(pe);
+  void *evicted;
+  bool kept = hardened_keep_guarded(p, (uint32_t)e->npages, &evicted);
+  if (kept) tls_thread.deallocated += e->npages * PAGE;
+  if (evicted != NULL) { /* counted as freed when it was kept */
+    tls_thread.deallocated -= pm_extent(pagemap_get((uintptr_t)evicted))->npages * PAGE;
+    free_unquarantined(evicted);
+  }
+  if (!kept) free_unquarantined(p);
 }
 
 /* hardened:true: a freed block is zeroed (a large one's pages given back instead, no
@@ -210,11 +230,52 @@ static void free_checked(void *p, extent_t *e, unsigned c) {
   if (atomic_load_explicit(&boot_constructed, memory_order_relaxed)) background_start_if_wanted();
 }
 
-NOINLINE static void free_slow(void *p) {
+/* hardened:true, free's common case: a live block of a cached class, freed by a thread
+ * with a cache. The checks of free_lookup_block and free_checked, with the free map's
+ * entry read once; false, having done nothing, for every other case (the general path
+ * then names the misuse, if it is one). */
+static bool free_hardened_cached_fast(void *p) {
+  tcache_t *tc = tls_thread.tcache;
+  uintptr_t a = (uintptr_t)p;
+  const free_map_entry_t *fe = free_map_lookup(a);
+  unsigned code = fe->cache_bin_offset / (unsigned)sizeof(cache_bin_t);
+  if (tc == &tcache_empty || code == 0) return false;
+  unsigned c = code - 1;
+  const class_info_t *ci = &class_infos[c];
+  if (!magic_divides(ci->magic, free_map_block_offset(fe, a)) || ((block_word_t *)p)[1] == (uintptr_t)fe) return false;
+  if (c < NSMALL && region_free_in_slab(pm_extent(pagemap_get(a)), a)) return false;
+  hardened_checked_size(p, ci->size, "free()");
+  memset(p, 0, ci->size);
+  ((block_word_t *)p)[1] = (uintptr_t)fe; /* the freed-block key */
+  hardened_held_t left;
+  int one = hardened_thread_quarantine_one(p, c, ci->size, &left);
+  if (likely(one >= 0)) {
+    if (one > 0) free_held(tc, left);
+    return true;
+  }
+  hardened_held_t out[HARDENED_EVICT_MAX + 1];
+  unsigned n = hardened_thread_quarantine((hardened_held_t){p, c, 0}, out);
+  for (unsigned i = 0; i < n; i++) free_held(tc, out[i]);
+  return true;
+}
+
+NOINLINE static void free_general(void *p) {
   if (p == NULL) return;
   unsigned c;
   extent_t *e = free_lookup_block(p, "free()", &c, true);
   free_checked(p, e, c);
+}
+
+/* hardened:true: free's common case, else the general path. */
+NOINLINE static void free_hardened_path(void *p) {
+  if (likely(free_hardened_cached_fast(p))) return;
+  free_general(p);
+}
+
+/* Hardened mode sends every call here (hardened.h): a test and a jump to its path. */
+NOINLINE static void free_slow(void *p) {
+  if (unlikely(opt_hardened)) free_hardened_path(p);
+  else free_general(p);
 }
 
 TESSERA_EXPORT void free(void *p) {

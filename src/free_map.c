@@ -16,11 +16,11 @@ static uintptr_t home_window = UINTPTR_MAX; /* addr >> HOME_SHIFT of the heap; s
 
 /* Which 4 KiB pages of the array were ever written (they stay resident): metadata. */
 #define ARRAY_PAGES (FREE_MAP_BYTES / PAGE)
-static _Atomic uint64_t touched[ARRAY_PAGES / 64];
+SPARSE_ARRAY _Atomic uint64_t free_map_touched[ARRAY_PAGES / 64];
 static _Atomic size_t touched_pages;
 /* Which pages of the array ever had an entry written, of any code (a clear included):
  * the pages every lookup of a live block reads, kept when the reservation is released. */
-static _Atomic uint64_t covered[ARRAY_PAGES / 64];
+SPARSE_ARRAY _Atomic uint64_t free_map_covered[ARRAY_PAGES / 64];
 
 /* The release (free_map_release) against writers of entries: a writer announces itself
  * in `writers` and then checks `released`; the release sets `released` and then waits
@@ -35,16 +35,16 @@ size_t free_map_mapped_bytes(void) {
 static void note_touched(const free_map_entry_t *e) {
   size_t page = (size_t)((uintptr_t)e - (uintptr_t)free_map_entries) / PAGE;
   uint64_t bit = (uint64_t)1 << (page % 64);
-  if (atomic_load_explicit(&touched[page / 64], memory_order_relaxed) & bit) return;
-  if (!(atomic_fetch_or_explicit(&touched[page / 64], bit, memory_order_relaxed) & bit))
+  if (atomic_load_explicit(&free_map_touched[page / 64], memory_order_relaxed) & bit) return;
+  if (!(atomic_fetch_or_explicit(&free_map_touched[page / 64], bit, memory_order_relaxed) & bit))
     atomic_fetch_add_explicit(&touched_pages, 1, memory_order_relaxed);
 }
 
 static void note_covered(const free_map_entry_t *e) {
   size_t page = (size_t)((uintptr_t)e - (uintptr_t)free_map_entries) / PAGE;
   uint64_t bit = (uint64_t)1 << (page % 64);
-  if (!(atomic_load_explicit(&covered[page / 64], memory_order_relaxed) & bit))
-    atomic_fetch_or_explicit(&covered[page / 64], bit, memory_order_relaxed);
+  if (!(atomic_load_explicit(&free_map_covered[page / 64], memory_order_relaxed) & bit))
+    atomic_fetch_or_explicit(&free_map_covered[page / 64], bit, memory_order_relaxed);
 }
 
 static bool writer_enter(void) {
@@ -135,7 +135,7 @@ bool free_map_release(void) {
    * reads the entry of its block's page, in a covered page, which stays mapped. */
   size_t run = 0; /* first page of the current run of uncovered pages */
   for (size_t w = 0; w < ARRAY_PAGES / 64; w++) {
-    uint64_t bits = atomic_load_explicit(&covered[w], memory_order_relaxed);
+    uint64_t bits = atomic_load_explicit(&free_map_covered[w], memory_order_relaxed);
     if (bits == 0) continue;
     for (unsigned b = 0; b < 64; b++) {
       if (!((bits >> b) & 1)) continue;

@@ -23,6 +23,9 @@
  *   hardened_quarantine) before their memory can be handed out again: a ring per
  *   thread, without a lock, for blocks up to 32 KiB (which then go to the thread's
  *   cache), and shared rings with locks for larger blocks and threads without a cache.
+ *   A guarded block that leaves the quarantine is kept as it is (guard page in place,
+ *   pages inaccessible) for the next malloc of its size, saving the system calls that
+ *   would undo and redo that state (hardened_keep_guarded).
  * - Random slots: a slab hands out a random free region instead of its lowest.
  */
 #ifndef TESSERA_HARDENED_H
@@ -58,22 +61,22 @@ static inline size_t hardened_request(size_t n, size_t align) {
 /* A random number from the calling thread's generator (seeded from the kernel). */
 uint64_t hardened_random(void);
 
-/* Writes the trailer and canary bytes of a block whose region is region bytes, of which
- * the program asked for n. */
-void hardened_write_trailer(void *p, size_t region, size_t n);
-/* The n the block was asked for; aborts naming func when its trailer or canary bytes
- * were overwritten ("heap overflow detected after block"). */
-size_t hardened_checked_size(const void *p, size_t region, const char *func);
-/* Aborts naming func if a slab block about to be handed out was written after it was
- * freed (a word neither zero nor a freed-block key); clears the keys: the block is then
- * all zero. */
-void hardened_check_unused(void *p, size_t size, const char *func);
+/* The trailer, the canary bytes and the unused-block check: hardened_bytes.h. */
 /* Zeroes a freed block's region (a guarded block's pages are given back instead, and
  * all but its first page made inaccessible while it waits in the quarantine). */
 void hardened_scrub(void *p, size_t region, bool guarded);
 /* A block leaving the quarantine: a guarded one's first page is checked to be unused (a
  * write after free aborts naming free) and the rest made accessible again. */
 void hardened_unscrub(void *p, size_t region, bool guarded);
+
+/* A guarded block (npages pages, its guard page included) leaving the quarantine: kept
+ * as it is, for a malloc of the same size (true), else to be freed by the caller (false).
+ * *evicted is then a kept block that made room (freed by the caller as one leaving the
+ * quarantine), or NULL. */
+bool hardened_keep_guarded(void *p, uint32_t npages, void **evicted);
+/* A kept guarded block of npages pages, ready to be handed out (its first page checked
+ * to be unused, naming func, and all its pages accessible and zero); NULL if none. */
+void *hardened_take_guarded(uint32_t npages, const char *func);
 
 /* The guard page of a large block: made inaccessible when it is handed out, accessible
  * again before its extent is freed. hardened_guard returns false if the kernel refused. */
@@ -99,6 +102,10 @@ typedef struct hardened_held {
  * first; h itself when it cannot wait) and returns how many (at most
  * HARDENED_EVICT_MAX + 1). */
 unsigned hardened_thread_quarantine(hardened_held_t h, hardened_held_t *out);
+/* hardened_thread_quarantine for a block of cached class c (size bytes), when at most
+ * one block leaves for it: 0 (none left), 1 (*out left), or -1 when the general function
+ * must be called instead (nothing was done: no ring yet, or more would have to leave). */
+int hardened_thread_quarantine_one(void *p, unsigned c, size_t size, hardened_held_t *out);
 /* Takes the oldest block out of the calling thread's quarantine; false when it is
  * empty. Then hardened_thread_quarantine_release gives the ring back (the thread exits
  * or drops its cache). */

@@ -19,7 +19,7 @@ extern _Atomic int boot_state;
 bool boot_slow(void);
 /* True once the allocator is set up (booting now if needed). False only inside boot
  * itself (a recursive call from boot's own code), where nothing may allocate. */
-static inline bool boot_ensure(void) {
+static inline __attribute__((always_inline)) bool boot_ensure(void) {
   return likely(atomic_load_explicit(&boot_state, memory_order_acquire) == BOOT_DONE) || boot_slow();
 }
 static inline bool boot_done(void) {

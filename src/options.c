@@ -556,15 +556,19 @@ static void read_config_file(const char *path, char *buf, size_t len) {
 
 const char *option_builtin_conf(void) { return TESSERA_CONF_DEFAULT; }
 
+/* One option source's text at a time (an environment variable, the config file). */
+SPARSE_ARRAY char options_source_text[4096];
+
 void options_init(void) {
-  static char buf[4096];
+  char *buf = options_source_text;
+  const size_t buf_size = sizeof(options_source_text);
   capture_defaults();
   options_parse(TESSERA_CONF_DEFAULT, "built-in default");
   if (&malloc_conf != NULL && malloc_conf != NULL) parse_jemalloc_conf(malloc_conf, "malloc_conf");
-  if (os_getenv("MALLOC_CONF", buf, sizeof(buf))) parse_jemalloc_conf(buf, "MALLOC_CONF");
+  if (os_getenv("MALLOC_CONF", buf, buf_size)) parse_jemalloc_conf(buf, "MALLOC_CONF");
   if (&tessera_conf != NULL && tessera_conf != NULL) options_parse(tessera_conf, "tessera_conf");
-  read_config_file("/etc/tessera.conf", buf, sizeof(buf));
-  if (os_getenv("TESSERA_CONF", buf, sizeof(buf))) options_parse(buf, "TESSERA_CONF");
+  read_config_file("/etc/tessera.conf", buf, buf_size);
+  if (os_getenv("TESSERA_CONF", buf, buf_size)) options_parse(buf, "TESSERA_CONF");
   check_consistency();
   opt_slab_nranges = (unsigned)parse_slab_ranges(opt_slab_sizes, strlen(opt_slab_sizes), opt_slab_ranges);
   if (opt_abort_conf && rejected_total > 0) fatal("aborting on a bad option (abort_conf:true)");

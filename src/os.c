@@ -149,6 +149,11 @@ static bool copy_value(const char *entry, const char *name, char *buf, size_t bu
   return true;
 }
 
+/* The environment read from /proc when environ is not set up yet. A common symbol, like
+ * the other big arrays (SPARSE_ARRAY, types.h: this layer sits below it): the linker
+ * puts it after the small variables every program writes. */
+__attribute__((common)) char os_environ_copy[16384];
+
 bool os_getenv(const char *name, char *buf, size_t buflen) {
   if (getauxval(AT_SECURE)) return false; /* never trust the environment of setuid programs */
   if (environ != NULL) {
@@ -157,10 +162,10 @@ bool os_getenv(const char *name, char *buf, size_t buflen) {
     return false;
   }
   /* Called before libc set up environ (from the dynamic loader): read it from /proc. */
-  static char envbuf[16384];
+  char *envbuf = os_environ_copy;
   int fd = open("/proc/self/environ", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
-  ssize_t n = read(fd, envbuf, sizeof(envbuf) - 1);
+  ssize_t n = read(fd, envbuf, sizeof(os_environ_copy) - 1);
   close(fd);
   if (n <= 0) return false;
   envbuf[n] = '\0';
@@ -288,9 +293,20 @@ bool os_thread_name_of(uint32_t tid, char name[16]) {
   return true;
 }
 
+#ifdef __GLIBC__
+/* What glibc's pthread_atfork does: it is a stub linked statically into every library
+ * that calls it (libc_nonshared.a), placed after all of tessera's code, where calling
+ * it at start-up would make the kernel map a page of cold code. */
+extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void), void *dso);
+extern void *__dso_handle;
+bool os_at_fork(void (*prepare)(void), void (*parent)(void), void (*child)(void)) {
+  return __register_atfork(prepare, parent, child, &__dso_handle) == 0;
+}
+#else
 bool os_at_fork(void (*prepare)(void), void (*parent)(void), void (*child)(void)) {
   return pthread_atfork(prepare, parent, child) == 0;
 }
+#endif
 
 /* ---- files, for the heap profiler's dumps and symbols ---- */
 

@@ -6,8 +6,8 @@
 
 /* Never written: it stands for "no leaf yet". Its 2 MiB sit in BSS; reading them maps
  * the kernel's shared zero page, so it costs no memory. */
-pm_entry_t pagemap_zero_leaf[PM_LEAF_SIZE];
-_Atomic intptr_t pagemap_root[PM_ROOT_SIZE];
+SPARSE_ARRAY pm_entry_t pagemap_zero_leaf[PM_LEAF_SIZE];
+SPARSE_ARRAY _Atomic intptr_t pagemap_root[PM_ROOT_SIZE];
 static _Atomic size_t leaves_mapped;
 
 static pm_entry_t *leaf_for(uintptr_t addr) {

@@ -13,6 +13,7 @@
 #include "free_map.h"
 #include "frontend.h"
 #include "hardened.h"
+#include "hardened_bytes.h"
 #include "hardened_key.h"
 #include "options.h"
 #include "pagemap.h"

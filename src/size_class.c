@@ -66,7 +66,7 @@ static void choose_slab(class_info_t *ci) {
     size_t bytes = p * PAGE;
     size_t nregs = bytes / size;
     if (nregs == 0 || nregs > SLAB_MAX_REGIONS) continue;
-    if (bytes < 4 * PAGE) continue;
+    if (bytes < 4 * PAGE || (size >= 4 * PAGE && nregs < 4)) continue;
     double waste = (double)(bytes - nregs * size) / (double)bytes;
     if (waste + 1.0 / 128 < best_waste) { best_waste = waste; best_pages = p; }
   }

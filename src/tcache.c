@@ -21,10 +21,10 @@ size_t tcache_mapped_bytes(void) { return atomic_load_explicit(&tcache_mapped, m
 static lock_t registry_lock;
 static tcache_t *registry;
 
-/* Blocks kept per bin: a small class holds (regions per slab) << lg_tcache_nslots_mul,
- * clamped to [tcache_nslots_small_min, tcache_nslots_small_max] (jemalloc's rule: a
- * fill or a flush then moves about a slab's worth); a cached large class a few. */
-#define TCACHE_NSLOTS_LARGE 8
+/* Blocks kept per bin (every cached class is a slab class): (regions per slab) <<
+ * lg_tcache_nslots_mul, clamped to [tcache_nslots_small_min, tcache_nslots_small_max]
+ * (jemalloc's rule: a fill or a flush then moves about a slab's worth). */
+_Static_assert(NCACHED_MAX <= NSMALL, "every class a thread cache holds lives in slabs");
 
 /* A bin's starting capacity also holds at most TCACHE_START_BYTES of blocks (but at
  * least TCACHE_START_MIN blocks): by the block rule alone a bin of a class of several KiB
@@ -43,7 +43,6 @@ static unsigned bin_capacity(unsigned c) {
   /* junk and zero fill every block in the slow paths, so they bypass the caches
    * (hardened mode keeps them, for its slow paths only: tcache_boot, cache_new). */
   if (!opt_tcache || opt_junk || opt_zero || class_infos[c].size > opt_tcache_max) return 0;
-  if (c >= NSMALL) return TCACHE_NSLOTS_LARGE;
   unsigned n = class_infos[c].nregs << opt_lg_tcache_nslots_mul;
   if (n < opt_tcache_nslots_small_min) n = opt_tcache_nslots_small_min;
   if (n > opt_tcache_nslots_small_max) n = opt_tcache_nslots_small_max;
@@ -69,7 +68,7 @@ static unsigned bin_capacity(unsigned c) {
 #define TCACHE_GROW_STREAK 2                    /* overflows after refills before growing */
 static unsigned bin_max_capacity(unsigned c) {
   unsigned base = bin_capacity(c);
-  if (base == 0 || c >= NSMALL) return base;
+  if (base == 0) return base;
   size_t by_bytes = TCACHE_GROWN_BYTES / class_infos[c].size;
   unsigned grown = by_bytes < TCACHE_GROWN_SLOTS ? (unsigned)by_bytes : TCACHE_GROWN_SLOTS;
   return grown > base ? grown : base;
@@ -334,12 +333,55 @@ static void set_capacity(tcache_t *tc, unsigned c, unsigned capacity) {
     b->slots = empty - capacity;
     b->low_full = (uint16_t)(uintptr_t)b->slots;
   }
+  uint64_t bit = (uint64_t)1 << c;
+  if (capacity > bin_capacity(c)) {
+    tc->grown_bins |= bit;
+    if (tc->released_bins & bit) tc->recurrent_bins |= bit;
+  } else {
+    tc->grown_bins &= ~bit;
+  }
   size_t grew = capacity > before ? (capacity - before) * sizeof(void *) : 0;
   size_t shrank = capacity < before ? (before - capacity) * sizeof(void *) : 0;
   tc->committed += grew - shrank;
   atomic_fetch_add_explicit(&tcache_mapped, grew, memory_order_relaxed);
   atomic_fetch_sub_explicit(&tcache_mapped, shrank, memory_order_relaxed);
   check_bin(b);
+}
+
+/*
+ * A bin grows for a batch phase (should_grow). When the program moves on to batches of
+ * another size, the old phase's grown bin holds a batch nobody asks for; the GC would
+ * give it back only a bin at a time on slow paths, and a batch phase runs on fast
+ * paths. So a grown bin with no refill or overflow of its own during the last
+ * TCACHE_PHASE_IDLE_EVENTS slow-path events of other bins gives all its blocks back to
+ * their slabs and shrinks to its starting capacity: the new phase's refills then reuse
+ * that memory (emptied slabs reach the arena's stash, which new slabs of every class
+ * take first) instead of touching new pages.
+ *
+ * A full bin serving a batch each round without a refill looks idle too: a released
+ * bin that grows again is one whose phases come back (two sizes in turn, say), and it
+ * is never released so again (else two such bins would release each other every
+ * round). Looked at every TCACHE_PHASE_LOOK_EVENTS slow-path events, over the grown
+ * bins only (a mask).
+ */
+#define TCACHE_PHASE_IDLE_EVENTS 16
+#define TCACHE_PHASE_LOOK_EVENTS 4
+_Static_assert(NCACHED_MAX <= 64, "the bin masks hold a bit per bin");
+
+static void release_idle_grown_bins(tcache_t *tc, unsigned busy) {
+  tc->busy_event[busy + 1] = tc->events;
+  uint64_t others = tc->grown_bins & ~(tc->recurrent_bins | (uint64_t)1 << busy);
+  if (others == 0 || tc->events % TCACHE_PHASE_LOOK_EVENTS != 0) return;
+  do {
+    unsigned c = (unsigned)__builtin_ctzll(others);
+    others &= others - 1;
+    if (tc->events - tc->busy_event[c + 1] < TCACHE_PHASE_IDLE_EVENTS) continue;
+    unsigned count = cache_bin_count(tcache_bin(tc, c));
+    if (count > 0) flush_oldest(tc, c, count);
+    set_capacity(tc, c, bin_capacity(c));
+    tc->overflow_streak[c + 1] = 0;
+    tc->released_bins |= (uint64_t)1 << c;
+  } while (others != 0);
 }
 
 static void tcache_gc_tick(tcache_t *tc) {
@@ -399,18 +441,10 @@ static bool should_grow(tcache_t *tc, unsigned c) {
 
 void *tcache_alloc_refill(tcache_t *tc, unsigned c) {
   tcache_gc_tick(tc);
+  release_idle_grown_bins(tc, c);
   cache_bin_t *b = tcache_bin(tc, c);
   tessera_assert(tc == tls_thread.tcache && b->capacity > 0);
   tessera_assert(b->head == b->slots + b->capacity); /* refills land in an empty bin */
-  if (c >= NSMALL) {
-    void *p = arena_malloc_large(tc->arena, class_infos[c].size, PAGE, false);
-    if (p != NULL) { /* counted as a fill of one block, handed out at once */
-      b->nfilled++;
-      b->nmalloc++;
-      publish_bin(tc, c);
-    }
-    return p;
-  }
   /* The batch lands straight in the stack's slots, lowest address first, ending at the
    * empty position: its first block is returned, the second becomes the top. */
   unsigned want = b->capacity > 1 ? b->capacity / 2u : b->capacity; /* half a bin per fill */
@@ -441,15 +475,8 @@ static void flush_oldest(tcache_t *tc, unsigned c, unsigned n) {
   tessera_assert(n >= 1 && n <= count);
   void **items = b->slots + b->capacity - n;
   unsigned left = n;
-  if (c < NSMALL) {
-    while (left > 0) /* one round per owning arena */
-      left = bin_flush(pm_extent(pagemap_get((uintptr_t)items[0]))->arena, c, items, left);
-  } else {
-    for (unsigned i = 0; i < n; i++) {
-      extent_t *e = pm_extent(pagemap_get((uintptr_t)items[i]));
-      arena_free_large(e->arena, e);
-    }
-  }
+  while (left > 0) /* one round per owning arena */
+    left = bin_flush(pm_extent(pagemap_get((uintptr_t)items[0]))->arena, c, items, left);
   /* The newer blocks move up into the freed slots, keeping their order. */
   memmove(b->head + n, b->head, (count - n) * sizeof(void *));
   b->head += n;
@@ -459,6 +486,7 @@ static void flush_oldest(tcache_t *tc, unsigned c, unsigned n) {
 
 void tcache_free_slow(tcache_t *tc, unsigned c, void *p) {
   tcache_gc_tick(tc);
+  release_idle_grown_bins(tc, c);
   cache_bin_t *b = tcache_bin(tc, c);
   check_bin(b);
   if (b->head == b->slots) { /* full: grow, or the oldest half goes back */

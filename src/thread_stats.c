@@ -9,7 +9,7 @@
 
 static lock_t registry_lock;
 static thread_state_t *registry;   /* live registered threads (under registry_lock) */
-static thread_table_t exited;      /* exited threads by name (under registry_lock) */
+SPARSE_ARRAY thread_table_t exited_threads; /* exited threads by name (under registry_lock) */
 static bool observer_ready;
 
 static void thread_exiting(void *arg);
@@ -92,7 +92,7 @@ static void thread_exiting(void *arg) {
   lock_acquire(&registry_lock);
   if (me->stats_registered) unlink_locked(me);
   me->stats_registered = false;
-  thread_table_add(&exited, &c);
+  thread_table_add(&exited_threads, &c);
   lock_release(&registry_lock);
 }
 
@@ -108,7 +108,7 @@ const thread_state_t *thread_stats_owner(const tcache_t *tc) {
 
 void thread_stats_exited(thread_table_t *out) {
   lock_assert_held(&registry_lock);
-  *out = exited;
+  *out = exited_threads;
 }
 
 void thread_stats_fork_prepare(void) { lock_fork_prepare(&registry_lock); }

@@ -6,7 +6,7 @@
  *   page     4 KiB, the unit of the page map and of every extent.
  *   class    a size class: four per doubling (16, 32, 48, 64, 80, 96, 112, 128, 160, ...),
  *            plus one "power of two plus a header" class (1152, 2304, 4608, 9216).
- *            Classes up to SMALL_MAX (14 KiB) are "small" and live in slabs; bigger
+ *            Classes up to SMALL_MAX (32 KiB) are "small" and live in slabs; bigger
  *            requests are "large" and get a whole extent.
  *   extent   a run of whole pages with one metadata record (extent_t): a slab, a large
  *            block, or a free run. Extents never overlap; neighbours are found through
@@ -43,14 +43,14 @@
 #define PAGE_MASK (PAGE - 1)
 #define QUANTUM 16 /* every block is aligned to at least this */
 
-#define SMALL_MAX 14336   /* 3.5 pages: the largest class kept in slabs */
+#define SMALL_MAX 32768   /* 8 pages: the largest class kept in slabs */
 #define NHEADER_CLASSES 4 /* 2^k + 2^k/8 for 1 KiB <= 2^k <= 8 KiB (size_class.h) */
-#define NSMALL 39         /* classes 16 .. 14336 */
+#define NSMALL 44         /* classes 16 .. 32768 */
 #define NCACHED_MAX 44    /* classes up to 32 KiB may have a thread-cache bin */
 #define TCACHE_MAX_LIMIT ((size_t)32 << 10)
 #define LOOKUP_MAX TCACHE_MAX_LIMIT /* size -> class by table up to here */
 
-#define SLAB_MAX_PAGES 16        /* a slab is at most 64 KiB */
+#define SLAB_MAX_PAGES 32        /* a slab is at most 128 KiB */
 #define SLAB_MAX_REGIONS 1024    /* so a slab's bitmap is at most 16 words */
 #define BITMAP_MAX_WORDS (SLAB_MAX_REGIONS / 64)
 
@@ -72,6 +72,11 @@ static inline size_t large_request(size_t size) { return size <= SMALL_MAX ? SMA
 
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
+/* A big array of which a program touches a few pages: a common symbol, which the
+ * linker places after all other zeroed data, so that the small variables every
+ * program writes share a few pages instead of being spread between such arrays (each
+ * touched page is resident memory). It must be a global without an initializer. */
+#define SPARSE_ARRAY __attribute__((common))
 #define INTERNAL __attribute__((visibility("hidden")))
 #define NOINLINE __attribute__((noinline))
 
@@ -267,6 +272,12 @@ typedef struct tcache {
   uint64_t overflow_mark[NCACHED_MAX + 1];
   uint64_t refill_nmalloc[NCACHED_MAX + 1];
   uint8_t overflow_streak[NCACHED_MAX + 1];
+  /* Ended batch phases (tcache.c, release_idle_grown_bins): per bin, the slow-path
+   * event (events) of its last refill or overflow; bit c of grown_bins: bin c is above
+   * its starting capacity; of released_bins: it was released as idle; of
+   * recurrent_bins: it grew again after that, and is never released so again. */
+  uint64_t busy_event[NCACHED_MAX + 1];
+  uint64_t grown_bins, released_bins, recurrent_bins;
   /* Each bin's two stacks, by their empty ends: the packed one (the starting capacity)
    * and the one it grows into (NULL: the bin never grows). */
   void **home_empty[NCACHED_MAX + 1];

@@ -86,7 +86,7 @@ static void check_stderr(const char *self, const char *child, const char *expect
 }
 
 static void xallocx_semantics(void) {
-  const size_t page = 4096, large1 = 5 * page, large3 = 7 * page;
+  const size_t page = 4096, large1 = 10 * page, large3 = 14 * page; /* large classes: above 32 KiB */
   /* A block of large3 asked to be at least large1 and at most large3: it fits, stays. */
   void *p = mallocx(large3, 0);
   TT_CHECK(p != NULL);

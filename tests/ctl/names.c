@@ -103,7 +103,7 @@ static void check_errors(void) {
   TT_CHECK(tessera_ctl("arenas", &u, &len, NULL, 0) == ENOENT);                /* interior node */
   TT_CHECK(tessera_ctl("arenas.narenas.x", &u, &len, NULL, 0) == ENOENT);      /* past a leaf */
   TT_CHECK(tessera_ctl("arena.99999.purge", NULL, NULL, NULL, 0) == ENOENT);   /* no such arena */
-  TT_CHECK(tessera_ctl("arenas.bin.39.size", &z, &len, NULL, 0) == ENOENT);    /* no such class */
+  TT_CHECK(tessera_ctl("arenas.bin.44.size", &z, &len, NULL, 0) == ENOENT);    /* no such class */
   len = sizeof(z);
   TT_CHECK(tessera_ctl("arenas.narenas", &z, &len, NULL, 0) == EINVAL);        /* 8 for a 4-byte value */
   TT_CHECK(len == sizeof(unsigned));

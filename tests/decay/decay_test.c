@@ -7,6 +7,8 @@
  *   curve       dirty_decay_ms:1000: after 1.5 s of idleness plus one allocation, released
  *   background  background_thread:true: released while the program sleeps, no activity
  *   fork        background_thread:true survives fork: the child allocates and exits 0
+ *   absorb      a freed block next to released pages: a bigger request reuses its resident
+ *               pages and faults only the pages it lacks (not a whole released extent)
  * trim, immediate and curve then do the same with 48 MiB of 1 KiB blocks, all freed: their
  * empty slabs wait in the arena's slab stash, which must count as dirty and go back the
  * same way.
@@ -96,8 +98,38 @@ static size_t stats_dirty(void) {
   return dirty;
 }
 
+static void purge_all(void) {
+  TT_CHECKF(tessera_ctl("arena.4096.purge", NULL, NULL, NULL, 0) == 0, "arena.4096.purge");
+}
+
+/* Two adjacent 8 MiB blocks; the first freed and released, the second freed (resident):
+ * a 12 MiB request takes the second's pages and 4 MiB of the first's. */
+static void scenario_absorb(void) {
+  const size_t eight = 8 * MIB, twelve = 12 * MIB;
+  purge_all();
+  char *low = malloc(eight), *high = malloc(eight), *guard = malloc(eight);
+  TT_CHECKF(low != NULL && high != NULL && guard != NULL, "malloc");
+  TT_CHECKF(high == low + eight, "adjacent blocks expected (%p, %p)", (void *)low, (void *)high);
+  memset(low, 1, eight);
+  memset(high, 2, eight);
+  free(low);
+  purge_all(); /* low's pages are released */
+  free(high);  /* high's stay resident */
+  size_t before = rss_bytes();
+  char *q = malloc(twelve);
+  TT_CHECKF(q != NULL, "malloc");
+  memset(q, 3, twelve);
+  size_t grew = rss_bytes() - before;
+  printf("absorb: 12 MiB block at %+td MiB from the freed resident block, RSS grew %zu MiB\n",
+         (q - high) / (ptrdiff_t)MIB, grew / MIB);
+  TT_CHECKF(q < high + eight && q + twelve > high, "the request reuses the freed block's pages");
+  TT_CHECKF(grew <= 6 * MIB, "only the missing pages are faulted: RSS grew %zu MiB", grew / MIB);
+  free(q);
+  free(guard);
+}
+
 int main(int argc, char **argv) {
-  TT_CHECKF(argc == 2, "usage: decay_test trim|immediate|never|curve|background|fork");
+  TT_CHECKF(argc == 2, "usage: decay_test trim|immediate|never|curve|background|fork|absorb");
   TT_CHECKF(strcmp(tessera_version(), "") != 0, "not running on tessera");
   const char *mode = argv[1];
   size_t base = rss_bytes();
@@ -145,6 +177,8 @@ int main(int argc, char **argv) {
       int status;
       TT_CHECKF(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d", round);
     }
+  } else if (strcmp(mode, "absorb") == 0) {
+    scenario_absorb();
   } else {
     TT_CHECKF(0, "unknown mode %s", mode);
   }

@@ -15,6 +15,9 @@
  *   grow      a bin that a batch of one size overflows round after round grows until
  *             the batch fits (no more fills or flushes), within its byte bound; idle,
  *             it gives its blocks back
+ *   phases    batch phases of one size after another: when a new phase's bin grows, the
+ *             grown bin of the phase that ended gives its blocks back at once; two sizes
+ *             whose phases alternate keep their grown bins (no refills or flushes)
  *   handoff   a new thread's first free (a block its creator handed it) goes straight
  *             back to the block's slab, not into the thread's cache, where it would be
  *             the thread's next block of that size (passive false sharing)
@@ -164,6 +167,37 @@ static void scenario_grow(void) {
   TT_CHECKF(left < 100, "the idle grown bin gave its blocks back (%zu left)", left);
 }
 
+/* ---- phases ---- */
+
+static void scenario_phases(void) {
+  TT_CHECKF(read_size("arenas.bin.3.size") == 64, "bin 3 is the 64-byte class");
+  TT_CHECKF(read_size("arenas.bin.11.size") == 256, "bin 11 is the 256-byte class");
+  batch_rounds(64, 1000, 8); /* grown to hold the batch */
+  refresh();
+  size_t held = read_size("stats.arenas.4096.bins.3.curregs");
+  batch_rounds(256, 1000, 4); /* the next phase: its bin grows */
+  refresh();
+  size_t left = read_size("stats.arenas.4096.bins.3.curregs");
+  printf("phases: 64-byte regions out of their slabs %zu in the 64-byte phase, %zu in the next\n", held, left);
+  TT_CHECKF(held >= 1000, "the 64-byte phase's bin held its batch (%zu)", held);
+  TT_CHECKF(left == 0, "the ended phase's grown bin gave its blocks back (%zu left)", left);
+  /* Two sizes in turn, each phase a batch: both bins stay grown. */
+  for (int r = 0; r < 10; r++) {
+    batch_rounds(64, 1000, 1);
+    batch_rounds(256, 1000, 1);
+  }
+  uint64_t settled = fills_and_flushes(3) + fills_and_flushes(11);
+  for (int r = 0; r < 50; r++) {
+    batch_rounds(64, 1000, 1);
+    batch_rounds(256, 1000, 1);
+  }
+  uint64_t later = fills_and_flushes(3) + fills_and_flushes(11);
+  printf("phases: alternating sizes, fills+flushes %llu after 10 rounds, %llu after 50 more\n",
+         (unsigned long long)settled, (unsigned long long)later);
+  TT_CHECKF(later == settled, "alternating phases keep their grown bins (%llu -> %llu)", (unsigned long long)settled,
+            (unsigned long long)later);
+}
+
 /* ---- counters ---- */
 
 #define NTHREADS 16
@@ -300,12 +334,13 @@ static void scenario_handoff(void) {
 }
 
 int main(int argc, char **argv) {
-  TT_CHECKF(argc == 2, "usage: threads_test gc|lowwater|budget|counters|locks|handoff|grow");
+  TT_CHECKF(argc == 2, "usage: threads_test gc|lowwater|budget|counters|locks|handoff|grow|phases");
   if (strcmp(argv[1], "gc") == 0) scenario_gc();
   else if (strcmp(argv[1], "counters") == 0) scenario_counters();
   else if (strcmp(argv[1], "locks") == 0) scenario_locks();
   else if (strcmp(argv[1], "handoff") == 0) scenario_handoff();
   else if (strcmp(argv[1], "grow") == 0) scenario_grow();
+  else if (strcmp(argv[1], "phases") == 0) scenario_phases();
   else if (strcmp(argv[1], "lowwater") == 0) scenario_lowwater();
   else if (strcmp(argv[1], "budget") == 0) scenario_budget();
   else TT_CHECKF(0, "unknown scenario %s", argv[1]);

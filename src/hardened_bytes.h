@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Hardened mode's checks of a block's bytes (hardened.h: the layout), inline: every
+ * malloc and free of hardened mode runs them, and a call each (with the loads of its
+ * arguments again) was a fifth of their cost. The rare parts (the secret drawn, a
+ * misuse reported, a block holding keys) are out of line in hardened.c.
+ *
+ * - The trailer: the region's last 4 bytes, the slack length (region size - request)
+ *   XORed with the top half of the block's canary word.
+ * - The canary bytes: from the request's end up to the trailer, at most 16; the block's
+ *   canary word (the secret mixed with the block's address) with every byte made odd
+ *   (never zero: a string's terminating zero one byte too far is always caught),
+ *   repeated.
+ * - Unused: a freed slab block is all zero (or holds freed-block keys) until handed out.
+ */
+#ifndef TESSERA_HARDENED_BYTES_H
+#define TESSERA_HARDENED_BYTES_H
+
+#include "config.h"
+#include "hardened.h"
+#include "types.h"
+
+/* The program's memory may hold any type: read and write it as such. */
+typedef uint16_t __attribute__((may_alias, aligned(1))) heap_u16_t;
+typedef uint32_t __attribute__((may_alias, aligned(1))) heap_u32_t;
+typedef uint64_t __attribute__((may_alias, aligned(1))) heap_u64_t;
+typedef uint64_t __attribute__((vector_size(16), may_alias)) heap_vec_t;
+
+/* The process's secret, 0 until hardened_secret_init draws it (from the kernel). */
+extern _Atomic uint64_t hardened_secret;
+uint64_t hardened_secret_init(void);
+/* Aborts: "heap overflow detected after block", naming func. */
+_Noreturn void hardened_overflow(const void *p, const char *func);
+/* hardened_check_unused's word by word pass, for a block that is not all zero: clears
+ * freed-block keys, aborts naming func on any other word. */
+void hardened_check_unused_words(void *p, size_t size, const char *func);
+
+/* The block's canary word: the secret mixed with the block's address. */
+static inline uint64_t hardened_canary_word(const void *p) {
+  uint64_t s = atomic_load_explicit(&hardened_secret, memory_order_relaxed);
+  if (unlikely(s == 0)) s = hardened_secret_init();
+  s ^= (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull;
+  return s ^ (s >> 29);
+}
+
+/* How many canary bytes follow a request of n in a region. */
+static inline size_t hardened_canary_length(size_t region, size_t n) {
+  size_t len = region - HARDENED_TRAILER - n;
+  return len > HARDENED_CANARY_MAX ? HARDENED_CANARY_MAX : len;
+}
+
+/* The 8-byte pattern c as it continues from byte k on (byte j of the result is byte
+ * (k + j) % 8 of c, on this little-endian machine). */
+static inline uint64_t canary_from(uint64_t c, size_t k) {
+  unsigned r = (unsigned)(8 * k) & 63;
+  return (c >> r) | (c << ((64 - r) & 63));
+}
+
+/* Writes len (1 to 16) bytes of the repeating 8-byte pattern c at dst with two
+ * overlapping stores of the widest size that fits, each with the pattern's bytes for
+ * its place (so the bytes both write agree). */
+static inline void canary_store(uint8_t *dst, uint64_t c, size_t len) {
+  if (len >= 8) {
+    *(heap_u64_t *)dst = c;
+    *(heap_u64_t *)(dst + len - 8) = canary_from(c, len - 8);
+  } else if (len >= 4) {
+    *(heap_u32_t *)dst = (uint32_t)c;
+    *(heap_u32_t *)(dst + len - 4) = (uint32_t)(c >> (8 * (len - 4)));
+  } else if (len >= 2) {
+    *(heap_u16_t *)dst = (uint16_t)c;
+    *(heap_u16_t *)(dst + len - 2) = (uint16_t)(c >> (8 * (len - 2)));
+  } else {
+    *dst = (uint8_t)c;
+  }
+}
+
+/* Whether len (1 to 16) bytes at a hold what canary_store(a, c, len) wrote. */
+static inline bool canary_intact(const uint8_t *a, uint64_t c, size_t len) {
+  if (len >= 8) return ((*(const heap_u64_t *)a ^ c) | (*(const heap_u64_t *)(a + len - 8) ^ canary_from(c, len - 8))) == 0;
+  if (len >= 4)
+    return ((*(const heap_u32_t *)a ^ (uint32_t)c) | (*(const heap_u32_t *)(a + len - 4) ^ (uint32_t)(c >> (8 * (len - 4))))) == 0;
+  if (len >= 2)
+    return ((*(const heap_u16_t *)a ^ (uint16_t)c) | (*(const heap_u16_t *)(a + len - 2) ^ (uint16_t)(c >> (8 * (len - 2))))) == 0;
+  return *a == (uint8_t)c;
+}
+
+/* Writes the trailer and canary bytes of a block whose region is region bytes, of which
+ * the program asked for n. */
+static inline void hardened_write_trailer(void *p, size_t region, size_t n) {
+  tessera_assert(n + HARDENED_EXTRA <= region);
+  uint64_t w = hardened_canary_word(p);
+  uint8_t *b = p;
+  canary_store(b + n, w | 0x0101010101010101ull, hardened_canary_length(region, n));
+  *(heap_u32_t *)(b + region - HARDENED_TRAILER) = (uint32_t)(region - n) ^ (uint32_t)(w >> 32);
+}
+
+/* The n the block was asked for; aborts naming func when its trailer or canary bytes
+ * were overwritten ("heap overflow detected after block"). */
+static inline size_t hardened_checked_size(const void *p, size_t region, const char *func) {
+  uint64_t w = hardened_canary_word(p);
+  const uint8_t *b = p;
+  size_t slack = *(const heap_u32_t *)(b + region - HARDENED_TRAILER) ^ (uint32_t)(w >> 32);
+  if (unlikely(slack < HARDENED_EXTRA || slack > region)) hardened_overflow(p, func);
+  size_t n = region - slack;
+  if (unlikely(!canary_intact(b + n, w | 0x0101010101010101ull, hardened_canary_length(region, n)))) hardened_overflow(p, func);
+  return n;
+}
+
+/* Whether size bytes at p (both multiples of 16) are all zero: 64 bytes an iteration,
+ * ORed into 16-byte vectors (the compiler's vector extension: SSE2 on x86-64); the
+ * last 16 to 48 bytes by three overlapping loads (ORing a vector twice changes nothing). */
+static inline bool hardened_all_zero(const void *p, size_t size) {
+  tessera_assert(((uintptr_t)p | size) % 16 == 0 && size > 0);
+  const heap_vec_t *v = p;
+  heap_vec_t a = {0, 0}, b = {0, 0};
+  size_t n = size / 16, i = 0;
+  for (; i + 4 <= n; i += 4) {
+    a |= v[i] | v[i + 2];
+    b |= v[i + 1] | v[i + 3];
+  }
+  if (i < n) { /* 1 to 3 vectors left: the first, the middle and the last of them */
+    a |= v[i] | v[n - 1];
+    b |= v[(i + n - 1) / 2];
+  }
+  a |= b;
+  return (a[0] | a[1]) == 0;
+}
+
+/* Aborts naming func if a slab block about to be handed out was written after it was
+ * freed (a word neither zero nor a freed-block key); clears the keys: the block is then
+ * all zero. */
+static inline void hardened_check_unused(void *p, size_t size, const char *func) {
+  if (unlikely(!hardened_all_zero(p, size))) hardened_check_unused_words(p, size, func);
+}
+
+#endif
