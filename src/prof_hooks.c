@@ -100,6 +100,7 @@ static void dump_if_peak(void) {
  * free's slow path, which tells the profiler (prof_block_free). The extent's entries
  * are written again when its last sampled block goes. Both run under the profiler's
  * table lock (prof_record_alloc_marked). */
+_Static_assert(SLAB_MAX_PAGES <= UINT8_MAX + 1, "a slab's page index fits extent_t.sampled_first");
 static bool mark_in_place(uintptr_t p) {
   pm_entry_t entry = pagemap_get(p);
   extent_t *e = pm_extent(entry);
@@ -112,6 +113,9 @@ static bool mark_in_place(uintptr_t p) {
     uintptr_t first = p & ~(uintptr_t)PAGE_MASK;
     uintptr_t last = (p + class_infos[pm_code(entry) - 1].size - 1) & ~(uintptr_t)PAGE_MASK;
     free_map_clear_block(first, (last - first) / PAGE + 1, true);
+    uint8_t first_page = (uint8_t)((first - e->addr) / PAGE), last_page = (uint8_t)((last - e->addr) / PAGE);
+    if (n == 0 || first_page < e->sampled_first) e->sampled_first = first_page;
+    if (n == 0 || last_page > e->sampled_last) e->sampled_last = last_page;
   }
   return true;
 }
@@ -121,7 +125,10 @@ static void forget_in_place(uintptr_t p) {
   extent_t *e = pm_extent(entry);
   uint8_t n = __atomic_load_n(&e->sampled, __ATOMIC_RELAXED) - 1;
   __atomic_store_n(&e->sampled, n, __ATOMIC_RELAXED);
-  if (n == 0) free_map_set_block(e->addr, e->npages, e->state == EXTENT_SLAB, pm_code(entry));
+  if (n != 0) return;
+  if (e->state != EXTENT_SLAB) free_map_set_block(e->addr, e->npages, false, pm_code(entry));
+  else /* the span its sampled blocks cleared, not the whole slab (up to 32 pages) */
+    free_map_set_slab_pages(e->addr, e->sampled_first, (size_t)(e->sampled_last - e->sampled_first) + 1, pm_code(entry));
 }
 
 static const prof_mark_t in_place = {mark_in_place, forget_in_place};

@@ -111,6 +111,9 @@ typedef struct extent {
   uint8_t class_id;   /* slab: its size class */
   uint8_t has_bitmap; /* the record has room for a full slab bitmap */
   uint8_t sampled;    /* large: a block the heap profiler sampled (free tells it) */
+  /* slab with sampled blocks: the pages (first, last, from the slab's start) whose
+   * free-map entries the profiler cleared (prof_hooks.c; meaningful while sampled > 0) */
+  uint8_t sampled_first, sampled_last;
   /* pairing-heap links (free-extent sets and a bin's non-full slabs; never both) */
   struct extent *heap_child;
   struct extent *heap_next;
