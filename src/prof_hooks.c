@@ -97,8 +97,9 @@ static void dump_if_peak(void) {
 /* A sampled block of a cached class stays where the cache put it: its extent (a slab, or
  * a large block of the class) counts its sampled blocks in `sampled`, and the free-map
  * entries of the pages the block spans are cleared, so that every free there takes
- * free's slow path, which tells the profiler (prof_block_free). The extent's entries
- * are written again when its last sampled block goes. Both run under the profiler's
+ * free's slow path, which tells the profiler (prof_block_free). When its last sampled
+ * block goes, the span of pages its sampled blocks cleared (sampled_first to
+ * sampled_last) is written again. Both run under the profiler's
  * table lock (prof_record_alloc_marked). */
 _Static_assert(SLAB_MAX_PAGES <= UINT8_MAX + 1, "a slab's page index fits extent_t.sampled_first");
 static bool mark_in_place(uintptr_t p) {

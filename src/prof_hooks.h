@@ -14,8 +14,8 @@
  *
  * A sampled block of a cached class comes from the cache like any other
  * (prof_block_record_in_place): its extent (slab, or large block of the class) counts
- * it in `sampled`, and the free-map entries of the pages it spans are cleared (all of
- * the extent's written again when its last sampled block goes), so every free there
+ * it in `sampled`, and the free-map entries of the pages it spans are cleared (the span
+ * they cleared written again when the extent's last sampled block goes), so every free there
  * takes free's slow path, which tells the profiler (prof_block_free) when the extent
  * is marked. Any other sampled allocation (large,
  * aligned, zeroed large, mallocx with an arena) gets a large extent of its own, marked
