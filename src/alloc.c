@@ -156,29 +156,42 @@ static void *alloc_any(size_t size) {
 /* prof:true and this allocation is its class's sampled one: a block from the cache like
  * any other, marked in place (prof_hooks.h), then recorded with its stack. */
 PROF_API_ENTRY static void *alloc_sampled_cached(tcache_t *tc, unsigned c) {
-  void *p = prof_cache_take(tc, c);
-  if (p == NULL) p = alloc_cached_class(tc, c);
+  void *p = alloc_cached_class(tc, c);
   if (p != NULL) prof_block_record_in_place(p, class_infos[c].size);
   return p;
 }
 
-/* prof:true: malloc's fast path popped the prof bin of the size's class to its stop
- * (prof_cache.h), or the size is not cached. Decides on the exact count whether this
- * allocation is its class's sampled one, then serves it from the prof bin's parked
- * blocks, the ordinary bin or a refill, and grants the prof bin a new allowance. */
-PROF_API_ENTRY static void *malloc_profiled(size_t size) {
-  unsigned c = size <= LOOKUP_MAX ? size_to_class(size) : 0;
-  size_t usize = size <= LOOKUP_MAX ? class_infos[c].size : large_usable_size(size);
-  tcache_t *tc = size <= LOOKUP_MAX ? tcache_get() : NULL;
-  if (tc == NULL || tcache_bin(tc, c)->capacity == 0 || prof_cache_bin(tc, c)->capacity == 0) {
-    if (prof_alloc_due(usize)) return alloc_sampled(usize, PAGE, false);
-    return alloc_any(size);
+/* prof:true: every allocation prof_cache_pop did not serve (prof_cache.h): the thread's
+ * countdown decides whether it is sampled. */
+PROF_API_ENTRY static void *malloc_profiled_any(size_t size) {
+  bool cached = size <= LOOKUP_MAX;
+  unsigned c = cached ? size_to_class(size) : 0;
+  size_t usize = cached ? class_infos[c].size : large_usable_size(size);
+  if (likely(!prof_alloc_due(usize))) return alloc_any(size);
+  tcache_t *tc = cached ? tcache_get() : NULL;
+  if (tc != NULL && tcache_bin(tc, c)->capacity > 0) return alloc_sampled_cached(tc, c);
+  return alloc_sampled(usize, PAGE, false);
+}
+
+/* prof:true, after prof_cache_pop: the checks malloc_slow makes, then the general path. */
+NOINLINE PROF_API_ENTRY static void *malloc_profiled_slow(size_t size) {
+  if (unlikely(!boot_ensure())) return NULL;
+  if (unlikely(size > (size_t)PTRDIFF_MAX)) {
+    errno = ENOMEM;
+    return NULL;
   }
-  if (prof_cache_due(tc, c, &tls_thread.prof)) return alloc_sampled_cached(tc, c);
-  void *p = prof_cache_take(tc, c);
-  if (p == NULL) p = alloc_cached_class(tc, c);
-  if (p != NULL) prof_cache_arm(tc, c);
+  if (atomic_load_explicit(&boot_constructed, memory_order_relaxed)) background_start_if_wanted();
+  void *p = malloc_profiled_any(size);
+  if (unlikely(p == NULL)) errno = ENOMEM;
   return p;
+}
+
+/* prof:true (without hardened:true): every malloc, the fast path finding bins[0] empty.
+ * The thread cache's pop with the countdown (no registers to save), else the rest. */
+NOINLINE PROF_API_ENTRY static void *malloc_profiled(size_t size) {
+  void *p = prof_cache_pop(size);
+  if (likely(p != NULL)) return p;
+  return malloc_profiled_slow(size);
 }
 
 NOINLINE PROF_API_ENTRY static void *malloc_general(size_t size) {
@@ -190,11 +203,6 @@ NOINLINE PROF_API_ENTRY static void *malloc_general(size_t size) {
   if (atomic_load_explicit(&boot_constructed, memory_order_relaxed)) background_start_if_wanted();
   if (unlikely(opt_hardened)) {
     void *q = alloc_hardened(size, QUANTUM, false, "malloc()");
-    if (unlikely(q == NULL)) errno = ENOMEM;
-    return q;
-  }
-  if (unlikely(opt_prof)) {
-    void *q = malloc_profiled(size);
     if (unlikely(q == NULL)) errno = ENOMEM;
     return q;
   }
@@ -211,10 +219,12 @@ NOINLINE static void *malloc_hardened(size_t size) {
   return likely(p != NULL) ? p : malloc_general(size);
 }
 
-/* Hardened mode sends every call here (hardened.h): opt_hardened is set at boot only.
- * Each path is a function of its own, so that this one is a test and a jump. */
+/* Hardened mode (hardened.h) and prof:true (prof_cache.h) send every call here; both
+ * are set at boot only. Each path is a function of its own, so that this one is a few
+ * tests and a jump. */
 NOINLINE PROF_API_ENTRY static void *malloc_slow(size_t size) {
   if (unlikely(opt_hardened)) return malloc_hardened(size);
+  if (unlikely(prof_mallocs_counted)) return malloc_profiled(size);
   return malloc_general(size);
 }
 

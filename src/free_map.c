@@ -88,8 +88,9 @@ static bool in_home_window(uintptr_t addr, size_t npages) {
   return false;
 }
 
-static void write_entries(uintptr_t addr, size_t npages, unsigned code) {
-  for (size_t k = 0; k < npages; k++) {
+/* Writes the entries of pages [first, end) of the block at addr. */
+static void write_entries_of(uintptr_t addr, size_t first, size_t end, unsigned code) {
+  for (size_t k = first; k < end; k++) {
     uintptr_t page = addr + k * PAGE;
     free_map_entry_t *e = &free_map_entries[(page >> LG_PAGE) & (((uintptr_t)1 << FREE_MAP_LG_PAGES) - 1)];
     if (code != 0) note_touched(e);
@@ -99,6 +100,7 @@ static void write_entries(uintptr_t addr, size_t npages, unsigned code) {
     tessera_assert(free_map_block_offset(e, page) == (code ? k * PAGE : (uint32_t)page));
   }
 }
+static void write_entries(uintptr_t addr, size_t npages, unsigned code) { write_entries_of(addr, 0, npages, code); }
 
 void free_map_set_block(uintptr_t addr, size_t npages, bool slab, unsigned code) {
   tessera_assert((addr & PAGE_MASK) == 0 && npages >= 1 && code <= NCACHED_MAX);
@@ -108,6 +110,13 @@ void free_map_set_block(uintptr_t addr, size_t npages, bool slab, unsigned code)
   }
   if (!writer_enter()) return;
   if (in_home_window(addr, npages)) write_entries(addr, slab ? npages : 1, code);
+  writer_exit();
+}
+
+void free_map_set_slab_pages(uintptr_t slab, size_t first, size_t npages, unsigned code) {
+  tessera_assert((slab & PAGE_MASK) == 0 && npages >= 1 && code >= 1 && code <= NCACHED_MAX);
+  if (!writer_enter()) return;
+  if (in_home_window(slab + first * PAGE, npages)) write_entries_of(slab, first, first + npages, code);
   writer_exit();
 }
 

@@ -58,6 +58,9 @@ void free_map_boot(void);
 /* Marks the pages of a block of cached class c (code c + 1): every page of a slab, the
  * first page of a large block. Code 0 clears them (a block not of a cached class). */
 void free_map_set_block(uintptr_t addr, size_t npages, bool slab, unsigned code);
+/* The same for pages [first, first + npages) of the slab at slab only (the heap
+ * profiler gives back the entries it cleared around its sampled blocks). */
+void free_map_set_slab_pages(uintptr_t slab, size_t first, size_t npages, unsigned code);
 /* Clears what free_map_set_block wrote. */
 void free_map_clear_block(uintptr_t addr, size_t npages, bool slab);
 bool free_map_enabled(void);

@@ -1,71 +1,55 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * prof_cache: the thread cache's fast path kept with prof:true, stopped exactly where
- * the next sample falls.
+ * prof_cache: malloc's thread-cache path with prof:true: the ordinary cache bins, popped
+ * in their usual LIFO order, with the thread's byte countdown.
  *
  * The sampler draws sample points at random over the allocated bytes (a Poisson process,
- * prof_sample.h); malloc's fast path has no byte counter, so with prof:true it pops a
- * second set of bins instead (tcache_t.prof_bins, one per cached class, reached through
- * malloc's size -> bin table) while free keeps pushing onto the ordinary bins (the free
- * map points there). Only malloc moves a prof bin's head, so the blocks a prof bin hands
- * out between two slow paths are exactly the pops between its head and its stop
- * (low_empty, set short of the stack's end): the "allowance".
+ * prof_sample.h): each thread counts down a random number of bytes, and the allocation
+ * that crosses zero is sampled (jemalloc's and tcmalloc's method). malloc's fast path
+ * has no byte counter (with prof:false it must cost nothing), so with prof:true boot
+ * points malloc's size -> bin table at bins[0], which never caches: every malloc misses
+ * the fast path, and malloc's slow path starts here (prof_cache_pop), with the same pop
+ * plus the countdown. free's fast path is unchanged, so a block freed is the next one
+ * malloc hands out for its class, as with prof:false.
  *
- * Each cached class counts its own sample points, in blocks: a Poisson process over all
- * bytes, restricted to the bytes of one class, is a Poisson process of the same rate, so
- * the number of class-c blocks up to and including the next sampled one is geometric
- * (drawn by prof_blocks_until_sample) and every block is still sampled with probability
- * 1 - e^(-size/mean), independently of every other. The prof bin keeps that count
- * (blocks_left, below) and its allowance is always less than it: the pop that reaches
- * the sampled block always meets malloc's slow path, which settles the pops (they are
- * read off the prof bin's own nmalloc) and decides on the exact count. No allowance is
- * ever taken back, and no bin waits for another. Every allocation outside the prof bins
- * counts down the thread's byte countdown instead (prof_alloc_due), a stream of its own.
- *
- * A prof bin is filled from its ordinary bin (the newest blocks, moved, no lock), so a
- * malloc/free pair loop reuses a stack's worth of blocks instead of one, and the
- * ordinary bin's counters see each block once: moved blocks count as not yet filled
- * (nfilled - n) until they are popped (nmalloc + 1, nfilled + 1) or flushed.
+ * (The design before this one kept the fast path and popped a second set of bins that
+ * stopped at each class's next sample point: fewer instructions, but a freed block came
+ * back only after the next slow path, and python3 ran 17-27% slower in user time for
+ * the same instruction count; docs/profiling.md has the measurements.)
  */
 #ifndef TESSERA_PROF_CACHE_H
 #define TESSERA_PROF_CACHE_H
 
-#include "prof_sample.h"
+#include "hardened_key.h"
+#include "thread.h"
 #include "types.h"
 
-/* Blocks a prof bin holds at most; and (PROF_CACHE_BYTES) at most 16 KiB of blocks,
- * but PROF_CACHE_MIN blocks whatever their size. */
-#define PROF_CACHE_SLOTS 128
-#define PROF_CACHE_BYTES ((size_t)16 << 10)
-#define PROF_CACHE_MIN 4
+/* prof_cache_lookup[(size + 15) >> 4], for any size up to LOOKUP_MAX: the byte offset in
+ * a tcache_t of the size's bin (low 16 bits) and the class's size (high 16 bits), in one
+ * load. */
+extern INTERNAL uint32_t prof_cache_lookup[(LOOKUP_MAX >> 4) + 1];
 
-/* The prof bin of class c. */
-static inline cache_bin_t *prof_cache_bin(tcache_t *tc, unsigned c) { return &tc->prof_bins[c + 1]; }
-/* Blocks malloc's fast path popped from c's prof bin since its last slow path (counted
- * in the ordinary bin's nmalloc only at the next one). */
-static inline uint64_t prof_cache_unsettled(const tcache_t *tc, unsigned c) {
-  const cache_bin_t *m = &tc->prof_bins[c + 1];
-  return m->nmalloc - m->gc_nmalloc;
+/* Fills prof_cache_lookup (at boot, with prof:true). */
+void prof_cache_boot(void);
+
+/* A block for size bytes from the calling thread's cache, its size counted down; NULL
+ * when the size is not cached, the bin is empty (or there is no cache yet), or this
+ * allocation reaches the next sample point: then the caller's general path decides
+ * (prof_alloc_due counts it there). */
+static inline void *prof_cache_pop(size_t size) {
+  if (unlikely(size > LOOKUP_MAX)) return NULL;
+  uint32_t entry = prof_cache_lookup[(size + 15) >> 4];
+  cache_bin_t *b = (cache_bin_t *)((char *)tls_thread.tcache + (uint16_t)entry);
+  void **head = b->head;
+  if (unlikely((uint16_t)(uintptr_t)head == b->low_empty)) return NULL;
+  int64_t left = tls_thread.prof.bytes_until_sample - (int64_t)(entry >> 16);
+  if (unlikely(left <= 0)) return NULL;
+  tls_thread.prof.bytes_until_sample = left;
+  b->head = head + 1;
+  b->nmalloc++;
+  void *p = *head;
+  ((block_word_t *)p)[1] = 0; /* the freed-block key, as malloc's fast path clears it */
+  return p;
 }
-
-/* Stack slots a thread cache must reserve for its prof bins (0 with prof:false). */
-size_t prof_cache_slots(void);
-/* Places the prof bins' empty stacks from slot on (for the classes tc caches); returns
- * the slot after them. */
-void **prof_cache_place(tcache_t *tc, void **slot);
-/* At malloc's slow path, for an allocation of class c (whose prof bin caches): settles
- * the fast path's pops and counts this allocation; true when it is the sampled one
- * (with prof.active off or inside the profiler, the sample point passes unsampled). */
-bool prof_cache_due(tcache_t *tc, unsigned c, prof_thread_t *t);
-/* A parked block of class c (its freed-block key cleared), or NULL: then the caller
- * allocates from the ordinary bin, which may have been emptied (its few blocks parked)
- * so that it refills with a batch. */
-void *prof_cache_take(tcache_t *tc, unsigned c);
-/* After an unsampled allocation of class c at a slow path: refills c's prof bin from its
- * ordinary bin and lets the fast path pop up to the block before the next sampled one. */
-void prof_cache_arm(tcache_t *tc, unsigned c);
-/* Returns every block in tc's prof bins to its arena (before a flush or the cache's end;
- * tc is the calling thread's cache). */
-void prof_cache_flush(tcache_t *tc);
 
 #endif

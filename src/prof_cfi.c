@@ -490,6 +490,8 @@ typedef struct cached_row {
   uint32_t keep_mask; /* registers whose rule is "same" (the rest are undefined) */
   uint8_t saved_reg[ROW_CACHE_SAVED];
   int32_t saved_offset[ROW_CACHE_SAVED];
+  int32_t saved_lo, saved_hi; /* the lowest and highest saved_offset (nsaved > 0) */
+  uint32_t saved_mask;        /* the registers saved_reg names */
 } cached_row_t;
 static cached_row_t row_cache[ROW_CACHE_SIZE];
 
@@ -514,6 +516,11 @@ static void cache_store(uintptr_t pc, uint64_t generation, const row_t *row, boo
       return;
     }
   }
+  for (unsigned k = 0; k < c.nsaved; k++) {
+    if (k == 0 || c.saved_offset[k] < c.saved_lo) c.saved_lo = c.saved_offset[k];
+    if (k == 0 || c.saved_offset[k] > c.saved_hi) c.saved_hi = c.saved_offset[k];
+    c.saved_mask |= 1u << c.saved_reg[k];
+  }
   *cache_slot(pc) = c;
 }
 
@@ -524,12 +531,21 @@ static prof_step_t apply_cached(const prof_memory_t *mem, const cached_row_t *c,
   if (c->outermost) return PROF_STEP_END;
   uintptr_t cfa = regs->r[c->cfa_reg] + (uintptr_t)(int64_t)c->cfa_offset;
   if (!c->signal_frame && cfa <= regs->r[PROF_REG_RSP]) return PROF_STEP_BAD; /* must move up */
-  uintptr_t saved[ROW_CACHE_SAVED];
   uint32_t valid = regs->valid & c->keep_mask;
-  for (unsigned k = 0; k < c->nsaved; k++)
-    if (prof_memory_read(mem, cfa + (uintptr_t)(int64_t)c->saved_offset[k], &saved[k])) valid |= 1u << c->saved_reg[k];
+  uintptr_t lo = cfa + (uintptr_t)(int64_t)c->saved_lo, hi = cfa + (uintptr_t)(int64_t)c->saved_hi;
+  if (((lo | hi) & 7) == 0 && lo >= mem->stack_lo && hi >= lo && hi + 8 <= mem->stack_hi) {
+    /* Every saved register in the thread's stack (the common case): one bounds check.
+     * (A row without saved registers has lo = hi = cfa: the check only costs.) */
+    for (unsigned k = 0; k < c->nsaved; k++)
+      memcpy(&regs->r[c->saved_reg[k]], (const void *)(cfa + (uintptr_t)(int64_t)c->saved_offset[k]), 8);
+    valid |= c->saved_mask;
+  } else {
+    uintptr_t saved[ROW_CACHE_SAVED];
+    for (unsigned k = 0; k < c->nsaved; k++)
+      if (prof_memory_read(mem, cfa + (uintptr_t)(int64_t)c->saved_offset[k], &saved[k])) valid |= 1u << c->saved_reg[k];
+    for (unsigned k = 0; k < c->nsaved; k++) regs->r[c->saved_reg[k]] = saved[k];
+  }
   if (!(valid & (1u << PROF_REG_RIP))) return PROF_STEP_BAD;
-  for (unsigned k = 0; k < c->nsaved; k++) regs->r[c->saved_reg[k]] = saved[k];
   if (c->rsp_is_cfa) {
     regs->r[PROF_REG_RSP] = cfa;
     valid |= 1u << PROF_REG_RSP;

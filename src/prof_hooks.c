@@ -12,6 +12,7 @@
 #include "options.h"
 #include "os.h"
 #include "pagemap.h"
+#include "prof_cache.h"
 #include "prof_dump.h"
 #include "size_class.h"
 #include "stats.h"
@@ -21,6 +22,7 @@
 extern const char __start_tessera_api[] __attribute__((visibility("hidden")));
 extern const char __stop_tessera_api[] __attribute__((visibility("hidden")));
 
+bool prof_mallocs_counted;
 static int leak_fd = -1;                   /* a duplicate of stderr taken at start-up */
 static _Atomic uint64_t interval_counted;  /* bytes allocated, as counted at samples */
 static _Atomic uint64_t interval_next;     /* the next lg_prof_interval dump point */
@@ -35,9 +37,10 @@ void prof_hooks_boot(void) {
   prof_sample_init(&c);
   atomic_store(&prof_active_now, opt_prof_active);
   if (opt_lg_prof_interval >= 0) atomic_store(&interval_next, (uint64_t)1 << opt_lg_prof_interval);
-  /* malloc's fast path pops the prof bins (prof_cache.h); free's pushes the ordinary ones. */
-  for (size_t i = 0; i <= LOOKUP_MAX >> 4; i++)
-    tcache_bin_offset_of_size[i] += (uint16_t)offsetof(tcache_t, prof_bins);
+  /* malloc's fast path finds bins[0] empty: every malloc counts down (prof_cache.h). */
+  prof_cache_boot();
+  prof_mallocs_counted = !opt_hardened;
+  memset(tcache_bin_offset_of_size, 0, sizeof(tcache_bin_offset_of_size));
 }
 
 bool prof_alloc_due_slow(size_t usize) {
@@ -94,9 +97,11 @@ static void dump_if_peak(void) {
 /* A sampled block of a cached class stays where the cache put it: its extent (a slab, or
  * a large block of the class) counts its sampled blocks in `sampled`, and the free-map
  * entries of the pages the block spans are cleared, so that every free there takes
- * free's slow path, which tells the profiler (prof_block_free). The extent's entries
- * are written again when its last sampled block goes. Both run under the profiler's
+ * free's slow path, which tells the profiler (prof_block_free). When its last sampled
+ * block goes, the span of pages its sampled blocks cleared (sampled_first to
+ * sampled_last) is written again. Both run under the profiler's
  * table lock (prof_record_alloc_marked). */
+_Static_assert(SLAB_MAX_PAGES <= UINT8_MAX + 1, "a slab's page index fits extent_t.sampled_first");
 static bool mark_in_place(uintptr_t p) {
   pm_entry_t entry = pagemap_get(p);
   extent_t *e = pm_extent(entry);
@@ -109,6 +114,9 @@ static bool mark_in_place(uintptr_t p) {
     uintptr_t first = p & ~(uintptr_t)PAGE_MASK;
     uintptr_t last = (p + class_infos[pm_code(entry) - 1].size - 1) & ~(uintptr_t)PAGE_MASK;
     free_map_clear_block(first, (last - first) / PAGE + 1, true);
+    uint8_t first_page = (uint8_t)((first - e->addr) / PAGE), last_page = (uint8_t)((last - e->addr) / PAGE);
+    if (n == 0 || first_page < e->sampled_first) e->sampled_first = first_page;
+    if (n == 0 || last_page > e->sampled_last) e->sampled_last = last_page;
   }
   return true;
 }
@@ -118,7 +126,10 @@ static void forget_in_place(uintptr_t p) {
   extent_t *e = pm_extent(entry);
   uint8_t n = __atomic_load_n(&e->sampled, __ATOMIC_RELAXED) - 1;
   __atomic_store_n(&e->sampled, n, __ATOMIC_RELAXED);
-  if (n == 0) free_map_set_block(e->addr, e->npages, e->state == EXTENT_SLAB, pm_code(entry));
+  if (n != 0) return;
+  if (e->state != EXTENT_SLAB) free_map_set_block(e->addr, e->npages, false, pm_code(entry));
+  else /* the span its sampled blocks cleared, not the whole slab (up to 32 pages) */
+    free_map_set_slab_pages(e->addr, e->sampled_first, (size_t)(e->sampled_last - e->sampled_first) + 1, pm_code(entry));
 }
 
 static const prof_mark_t in_place = {mark_in_place, forget_in_place};

@@ -5,15 +5,17 @@
  * that prof:false takes is `opt_prof` on malloc's, calloc's and the aligned family's
  * slow paths, and `extent->sampled` on the free of a large block (a slow path too).
  *
- * How every allocation is seen: with prof:true, boot points malloc's size -> bin table
- * at the prof bins (prof_cache.h), whose allowances never reach past their class's next
- * sample point; every other allocation path counts its usable size down the thread's
- * byte countdown (prof_alloc_due). free's fast path is unchanged.
+ * How every allocation is seen: every allocation counts its usable size down the
+ * thread's byte countdown, in order, one stream per thread: malloc's through
+ * prof_cache_pop (boot points malloc's size -> bin table at bins[0], so that every
+ * malloc takes the slow path, which starts with the cache's pop plus the countdown:
+ * prof_cache.h), every other path through prof_alloc_due. free's fast path is
+ * unchanged.
  *
  * A sampled block of a cached class comes from the cache like any other
  * (prof_block_record_in_place): its extent (slab, or large block of the class) counts
- * it in `sampled`, and the free-map entries of the pages it spans are cleared (all of
- * the extent's written again when its last sampled block goes), so every free there
+ * it in `sampled`, and the free-map entries of the pages it spans are cleared (the span
+ * they cleared written again when the extent's last sampled block goes), so every free there
  * takes free's slow path, which tells the profiler (prof_block_free) when the extent
  * is marked. Any other sampled allocation (large,
  * aligned, zeroed large, mallocx with an arena) gets a large extent of its own, marked
@@ -33,14 +35,18 @@
 /* After tcache_boot: readies the engine and, with prof:true, sends malloc's fast path
  * to the slow path. */
 void prof_hooks_boot(void);
+/* Set at boot when every malloc goes through the countdown (prof:true without
+ * hardened:true, whose own slow path takes every allocation): malloc's slow path tests
+ * this one flag. */
+extern INTERNAL bool prof_mallocs_counted;
+
 /* From the library's constructor: keeps a duplicate of stderr for the leak report. */
 void prof_hooks_constructed(void);
 
 /* prof_alloc_due when the countdown may be crossed. */
 bool prof_alloc_due_slow(size_t usize);
-/* With prof:true, on every allocation of usize bytes outside the prof bins (the other
- * allocations of cached classes count in their prof bins: prof_cache_due): whether it
- * is the sampled one. Draws the next interval. */
+/* With prof:true, on every allocation of usize bytes prof_cache_pop did not serve:
+ * whether it is the sampled one. Draws the next interval. */
 static inline bool prof_alloc_due(size_t usize) {
   prof_thread_t *t = &tls_thread.prof;
   if (likely((int64_t)usize < t->bytes_until_sample)) {

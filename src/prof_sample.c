@@ -92,11 +92,6 @@ uint64_t prof_bytes_until_sample(prof_thread_t *t) {
   return bytes;
 }
 
-uint64_t prof_blocks_until_sample(prof_thread_t *t, size_t size) {
-  double blocks = draw_exponential(t, prof_sample_period()) / (double)size;
-  return blocks >= 4.0e18 ? (uint64_t)4e18 : (uint64_t)blocks + 1;
-}
-
 double prof_sample_weight(size_t usize, uint64_t mean) {
   double p = prof_one_minus_exp_neg((double)usize / (double)mean);
   return p > 0 ? 1.0 / p : 1.0;
@@ -239,11 +234,30 @@ bool prof_record_alloc(void *ptr, size_t usize, const uintptr_t *pcs, unsigned d
   return prof_record_alloc_marked(ptr, usize, pcs, depth, NULL);
 }
 
+/* The weights of recently sampled sizes (a program samples a few sizes over and over):
+ * one exp per size and period instead of one per sample. Lock held. */
+#define WEIGHT_CACHE 64 /* a power of two */
+static struct {
+  size_t usize; /* 0: empty */
+  uint64_t period;
+  double weight;
+} weight_cache[WEIGHT_CACHE];
+
+static double weight_of(size_t usize, uint64_t mean) {
+  size_t i = (size_t)(((uint64_t)usize * 0x9E3779B97F4A7C15ull) >> 58) & (WEIGHT_CACHE - 1);
+  if (weight_cache[i].usize != usize || weight_cache[i].period != mean) {
+    weight_cache[i].usize = usize;
+    weight_cache[i].period = mean;
+    weight_cache[i].weight = prof_sample_weight(usize, mean);
+  }
+  return weight_cache[i].weight;
+}
+
 bool prof_record_alloc_marked(void *ptr, size_t usize, const uintptr_t *pcs, unsigned depth, const prof_mark_t *mark) {
   if (!ptr) return false;
   if (depth > config.max_depth) depth = config.max_depth;
-  double weight = prof_sample_weight(usize, prof_sample_period());
   lock_acquire(&prof_lock);
+  double weight = weight_of(usize, prof_sample_period());
   bool ok = false;
   prof_stack_t *s = record_count < config.max_records ? stack_intern(pcs, depth) : NULL;
   if (s && (record_count + 1 <= record_nbuckets * 2 || record_buckets_grow())) {

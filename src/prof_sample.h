@@ -76,10 +76,6 @@ uint64_t prof_sample_period(void);
 
 /* Draws the next interval for t (also seeds t's generator on first use). */
 uint64_t prof_bytes_until_sample(prof_thread_t *t);
-/* Draws, for a stream of blocks of one size, how many blocks up to and including the
- * next sampled one: geometric, each block sampled with probability 1 - e^(-size/mean),
- * as if its bytes were counted down (uses t's generator; t's countdown is untouched). */
-uint64_t prof_blocks_until_sample(prof_thread_t *t, size_t size);
 
 /* The fast-path test, for the allocator to inline. */
 static inline bool prof_sample_due(prof_thread_t *t, size_t usize) {

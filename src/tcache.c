@@ -13,7 +13,6 @@
 #include "options.h"
 #include "os.h"
 #include "pagemap.h"
-#include "prof_cache.h"
 #include "size_class.h"
 
 static _Atomic size_t tcache_mapped; /* bytes mapped for live thread caches (metadata) */
@@ -162,7 +161,6 @@ static tcache_t *tcache_create(void) {
     slots += base + 1 + (max > base ? max + 1 : 0); /* +1: the sentinel at each empty end */
     committed += (base + 1) * sizeof(void *);
   }
-  slots += prof_cache_slots();
   /* Mapped directly rather than from base: a cache is ~30 KiB of stacks of which a thread
    * touches only what it uses, and unmapping it at thread exit gives that back (a program
    * with a thousand short threads must not keep a thousand caches resident). A few
@@ -197,7 +195,6 @@ static tcache_t *tcache_create(void) {
     tc->grown_empty[c + 1] = slot + max;
     slot += max + 1;
   }
-  prof_cache_place(tc, slot);
   tc->arena = thread_arena();
   lock_acquire(&registry_lock);
   tc->next = registry;
@@ -285,7 +282,7 @@ void tcache_thread_counters(uint64_t *allocated, uint64_t *deallocated) {
   if (tc == &tcache_empty) return;
   for (unsigned c = 0; c < NCACHED_MAX; c++) { /* what the bins have not published yet */
     const cache_bin_t *b = tcache_bin(tc, c);
-    *allocated += (b->nmalloc + prof_cache_unsettled(tc, c) - tc->nmalloc_published[c + 1]) * class_infos[c].size;
+    *allocated += (b->nmalloc - tc->nmalloc_published[c + 1]) * class_infos[c].size;
     *deallocated += (cache_bin_ndalloc(b) - tc->ndalloc_published[c + 1]) * class_infos[c].size;
   }
 }
@@ -507,7 +504,6 @@ void tcache_free_slow(tcache_t *tc, unsigned c, void *p) {
 }
 
 void tcache_flush_all(tcache_t *tc) {
-  if (opt_prof) prof_cache_flush(tc);
   for (unsigned c = 0; c < NCACHED_MAX; c++) {
     unsigned count = cache_bin_count(tcache_bin(tc, c));
     if (count > 0) flush_oldest(tc, c, count);

@@ -111,6 +111,9 @@ typedef struct extent {
   uint8_t class_id;   /* slab: its size class */
   uint8_t has_bitmap; /* the record has room for a full slab bitmap */
   uint8_t sampled;    /* large: a block the heap profiler sampled (free tells it) */
+  /* slab with sampled blocks: the pages (first, last, from the slab's start) whose
+   * free-map entries the profiler cleared (prof_hooks.c; meaningful while sampled > 0) */
+  uint8_t sampled_first, sampled_last;
   /* pairing-heap links (free-extent sets and a bin's non-full slabs; never both) */
   struct extent *heap_child;
   struct extent *heap_next;
@@ -282,11 +285,6 @@ typedef struct tcache {
    * and the one it grows into (NULL: the bin never grows). */
   void **home_empty[NCACHED_MAX + 1];
   void **grown_empty[NCACHED_MAX + 1];
-  /* prof:true: the bins malloc's fast path pops instead of bins[] (prof_cache.h), each
-   * letting malloc pop no further than the block before its class's next sample (their
-   * nfilled counts the blocks to it). Zero (never caching) otherwise, and in
-   * tcache_empty. */
-  cache_bin_t prof_bins[NCACHED_MAX + 1];
 } tcache_t;
 
 #endif /* TESSERA_TYPES_H */

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # The profiler's knobs wired into malloc (knobs_test.c): prof_gdump dumps at new peaks
 # only, lg_prof_interval every 2^N bytes, prof.reset starts the counts again, and
-# mallocx with an explicit arena is sampled.
+# mallocx with an explicit arena is sampled, and freed blocks are reused in LIFO order.
 # $1 prof_knobs  $2 scratch dir
 set -eu
 bin=$1 dir=$2
@@ -17,6 +17,12 @@ echo "interval: $out"
 n=$(echo "$out" | sed -n 's/interval_dumps=//p')
 # 16 MiB allocated (and the program's own start): one dump per MiB, counted at samples.
 [ "$n" -ge 13 ] && [ "$n" -le 19 ] || { echo "lg_prof_interval:20: expected ~16 dumps for 16 MiB, got $n"; exit 1; }
+# Block reuse under prof:true is LIFO, as with prof:false (thousands of samples meanwhile).
+for conf in prof:false prof:true; do
+  out=$(TESSERA_CONF="$conf,prof_final:false,prof_leak:false" "$bin" "$dir" lifo)
+  echo "lifo ($conf): $out"
+  case "$out" in lifo_misses=0\ *) ;; *) echo "$conf: a freed block was not the next one handed out"; exit 1 ;; esac
+done
 TESSERA_CONF="prof:true,lg_prof_sample:14,prof_prefix:$dir/r" "$bin" "$dir" reset
 python3 - "$dir" <<'PY'
 import glob, re, sys

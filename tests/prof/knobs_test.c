@@ -9,6 +9,10 @@
  *   knobs_test DIR reset     hot() keeps 8 MiB, dump; prof.reset (mallctl) with a new
  *                            lg_sample; cold() keeps 4 MiB, dump
  *   knobs_test DIR arena     hot_arena() keeps 16 MiB from mallocx(MALLOCX_ARENA(a))
+ *   knobs_test DIR lifo      malloc, free, malloc of one size, for sizes 16 B-32 KiB:
+ *                            prints "lifo_misses=N samples=S", N the times the second
+ *                            malloc did not get the block just freed (prof:true must
+ *                            reuse blocks in the order prof:false does)
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -105,11 +109,29 @@ static int arena(void) {
   return 0;
 }
 
+/* With prof:true a freed block must be the next one malloc hands out for its size, as
+ * with prof:false, sampled blocks included (their free takes free's slow path). */
+static int lifo(void) {
+  unsigned misses = 0, rounds = 0;
+  for (size_t size = 16; size <= 32768; size += size < 1024 ? 16 : 512) {
+    for (unsigned i = 0; i < 2000; i++, rounds++) {
+      void *p = malloc(size);
+      free(p);
+      void *q = malloc(size);
+      if (q != p) misses++;
+      free(q);
+    }
+  }
+  printf("lifo_misses=%u rounds=%u\n", misses, rounds);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) return 2;
   if (strcmp(argv[2], "gdump") == 0) return gdump(argv[1]);
   if (strcmp(argv[2], "interval") == 0) return interval(argv[1]);
   if (strcmp(argv[2], "reset") == 0) return reset();
   if (strcmp(argv[2], "arena") == 0) return arena();
+  if (strcmp(argv[2], "lifo") == 0) return lifo();
   return 2;
 }
