@@ -175,15 +175,29 @@ static void clear_bounds(const extent_t *e) {
   if (e->npages > 1) pagemap_set(last_page(e), 0);
 }
 
-void extent_map_active(extent_t *e, unsigned code) {
+static void map_active_pages(extent_t *e, unsigned code) {
   if (e->state == EXTENT_SLAB) {
     for (size_t i = 0; i < e->npages; i++) pagemap_set(e->addr + i * PAGE, pm_make(e, code, i));
   } else {
     pagemap_set(e->addr, pm_make(e, code, 0));
     if (e->npages > 1) pagemap_set(last_page(e), pm_make(e, code, e->npages - 1));
   }
+}
+
+void extent_map_active(extent_t *e, unsigned code) {
+  map_active_pages(e, code);
   /* Written for every active block: a large block resized in place may change class. */
   free_map_set_block(e->addr, e->npages, e->state == EXTENT_SLAB, code <= NCACHED_MAX ? code : 0);
+  check_active(e, code);
+}
+
+/* extent_map_active for a block just cut from free pages: their free-map entries are
+ * already clear (every block's are cleared when it leaves the active state), so a block
+ * of no cached class needs no free-map write. */
+static void map_new_active(extent_t *e, unsigned code) {
+  map_active_pages(e, code);
+  if (code <= NCACHED_MAX) free_map_set_block(e->addr, e->npages, e->state == EXTENT_SLAB, code);
+  else tessera_assert(free_map_lookup(e->addr)->cache_bin_offset == 0);
   check_active(e, code);
 }
 
@@ -575,7 +589,7 @@ extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_sta
   if (spare != NULL) record_delete(a, spare);
   r->state = (uint8_t)state;
   r->sampled = 0; /* the profiler marks its own blocks after this */
-  extent_map_active(r, code);
+  map_new_active(r, code);
   a->active_pages += npages;
   *zeroed = fstate == EXTENT_RETAINED;
   return r;
