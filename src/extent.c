@@ -21,13 +21,14 @@
 
 /* ---- size buckets: 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, ... pages ---- */
 
-size_t extent_bucket_size(unsigned b) {
+/* Inline here: set_find, set_insert and set_remove compute a bucket on every call. */
+static inline size_t bucket_size(unsigned b) {
   if (b < 3) return b + 1;
   unsigned lg = (b - 3) / 4 + 2, m = (b - 3) % 4;
   return ((size_t)1 << lg) + m * ((size_t)1 << (lg - 2));
 }
 
-unsigned extent_bucket_floor(size_t n) {
+static inline unsigned bucket_floor(size_t n) {
   if (n < 4) return (unsigned)n - 1;
   unsigned lg = 63u - (unsigned)__builtin_clzll((unsigned long long)n);
   unsigned m = (unsigned)((n - ((size_t)1 << lg)) >> (lg - 2));
@@ -35,10 +36,14 @@ unsigned extent_bucket_floor(size_t n) {
   return b < NPAGE_BUCKETS ? b : NPAGE_BUCKETS - 1;
 }
 
-unsigned extent_bucket_ceil(size_t n) {
-  unsigned b = extent_bucket_floor(n);
-  return extent_bucket_size(b) >= n ? b : b + 1;
+/* The ceiling bucket of n, given its floor bucket. */
+static inline unsigned bucket_ceil_from(unsigned floor, size_t n) {
+  return bucket_size(floor) >= n ? floor : floor + 1;
 }
+
+size_t extent_bucket_size(unsigned b) { return bucket_size(b); }
+unsigned extent_bucket_floor(size_t n) { return bucket_floor(n); }
+unsigned extent_bucket_ceil(size_t n) { return bucket_ceil_from(bucket_floor(n), n); }
 
 /* ---- metadata records ---- */
 
@@ -78,7 +83,7 @@ static extent_set_t *set_of(arena_t *a, unsigned state) {
 }
 
 static void set_insert(extent_set_t *s, extent_t *e) {
-  unsigned b = extent_bucket_floor(e->npages);
+  unsigned b = bucket_floor(e->npages);
   heap_insert(&s->buckets[b], e);
   s->nonempty[b / 64] |= (uint64_t)1 << (b % 64);
   s->npages += e->npages;
@@ -86,7 +91,7 @@ static void set_insert(extent_set_t *s, extent_t *e) {
 }
 
 static void set_remove(extent_set_t *s, extent_t *e) {
-  unsigned b = extent_bucket_floor(e->npages);
+  unsigned b = bucket_floor(e->npages);
   tessera_assert(s->npages >= e->npages && !heap_empty(&s->buckets[b]));
   heap_remove(&s->buckets[b], e);
   if (heap_empty(&s->buckets[b])) s->nonempty[b / 64] &= ~((uint64_t)1 << (b % 64));
@@ -120,8 +125,8 @@ static extent_t *bucket_best_fit(const extent_heap_t *h, size_t npages) {
  * alone would never offer those that are large enough), else the lowest-address extent
  * of the smallest bucket whose extents all hold npages. */
 static extent_t *set_find(const extent_set_t *s, size_t npages) {
-  unsigned floor = extent_bucket_floor(npages);
-  unsigned b = extent_bucket_ceil(npages);
+  unsigned floor = bucket_floor(npages);
+  unsigned b = bucket_ceil_from(floor, npages);
   if (floor != b && (s->nonempty[floor / 64] >> (floor % 64) & 1)) {
     extent_t *fit = bucket_best_fit(&s->buckets[floor], npages);
     if (fit != NULL) return fit;
