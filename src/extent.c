@@ -224,9 +224,15 @@ static extent_t *free_neighbor(arena_t *a, uintptr_t page_addr, unsigned state) 
   return n;
 }
 
-/* Inserts e into the set of `state`, first merging it with free neighbours of that state.
- * Pages entering the dirty or muzzy stage are noted for their decay. */
-static void insert_free(arena_t *a, extent_t *e, unsigned state) {
+/*
+ * Inserts e into the set of `state`, first merging it with free neighbours of that state.
+ * Pages entering the dirty or muzzy stage are noted for their decay. Every page of e
+ * maps to nothing, except its first and last when stale_bounds says they still map to
+ * the block it was: those are cleared only if the merge leaves them inside the free
+ * extent (otherwise they are written once, as its bounds). Likewise a neighbour's bound
+ * is cleared only where it ends up inside.
+ */
+static void insert_free_bounds(arena_t *a, extent_t *e, unsigned state, bool stale_bounds) {
   extent_set_t *set = set_of(a, state);
   e->state = (uint8_t)state;
   if (state == EXTENT_DIRTY) a->dirty_decay.added += e->npages;
@@ -234,8 +240,8 @@ static void insert_free(arena_t *a, extent_t *e, unsigned state) {
   extent_t *prev = free_neighbor(a, e->addr - PAGE, state);
   if (prev != NULL) {
     set_remove(set, prev);
-    clear_bounds(prev);
-    pagemap_set(e->addr, 0);
+    if (prev->npages > 1) pagemap_set(last_page(prev), 0); /* its first page stays a bound */
+    if (stale_bounds) pagemap_set(e->addr, 0);
     prev->npages += e->npages;
     record_delete(a, e);
     e = prev;
@@ -243,8 +249,8 @@ static void insert_free(arena_t *a, extent_t *e, unsigned state) {
   extent_t *next = free_neighbor(a, e->addr + e->npages * PAGE, state);
   if (next != NULL) {
     set_remove(set, next);
-    clear_bounds(next);
-    pagemap_set(last_page(e), 0);
+    if (next->npages > 1) pagemap_set(next->addr, 0); /* its last page stays a bound */
+    if (stale_bounds) pagemap_set(last_page(e), 0);
     e->npages += next->npages;
     record_delete(a, next);
   }
@@ -252,6 +258,9 @@ static void insert_free(arena_t *a, extent_t *e, unsigned state) {
   set_insert(set, e);
   check_free(a, e);
 }
+
+/* insert_free_bounds for an extent none of whose pages maps to anything. */
+static void insert_free(arena_t *a, extent_t *e, unsigned state) { insert_free_bounds(a, e, state, false); }
 
 /* Inserts a remainder of a split: its neighbours are known not to be free of its state. */
 static void insert_remainder(arena_t *a, extent_t *e, unsigned state) {
@@ -559,23 +568,24 @@ extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_sta
     f = set_find(&a->retained, search);
     if (f == NULL) return NULL;
   }
-  /* Take the records we may need before changing anything, so failure is clean. */
-  extent_t *r = record_new(a, state == EXTENT_SLAB);
-  extent_t *spare = record_new(a, false);
-  if (r == NULL || spare == NULL) {
-    if (r != NULL) record_delete(a, r);
-    if (spare != NULL) record_delete(a, spare);
-    return NULL;
-  }
-  unsigned fstate = f->state;
-  note_reuse(a, fstate, npages);
-  set_remove(set_of(a, fstate), f);
-  clear_bounds(f);
   uintptr_t align = align_pages * PAGE;
   uintptr_t start = (f->addr + align - 1) & ~(align - 1);
   if (from_top) start = (f->addr + (f->npages - npages) * PAGE) & ~(align - 1);
   size_t lead = (start - f->addr) / PAGE;
   size_t trail = f->npages - lead - npages;
+  /* Take the records we need before changing anything, so failure is clean: a second
+   * one only when f splits in three. */
+  extent_t *r = record_new(a, state == EXTENT_SLAB);
+  extent_t *spare = r != NULL && lead > 0 && trail > 0 ? record_new(a, false) : NULL;
+  if (r == NULL || (lead > 0 && trail > 0 && spare == NULL)) {
+    if (r != NULL) record_delete(a, r);
+    return NULL;
+  }
+  unsigned fstate = f->state;
+  note_reuse(a, fstate, npages);
+  set_remove(set_of(a, fstate), f);
+  /* f's bounds are not cleared: its first and last pages are the bounds of the pieces
+   * (remainders, block) written below. */
   r->addr = start;
   r->npages = npages;
   if (lead > 0) {
@@ -604,9 +614,14 @@ void extent_free(arena_t *a, extent_t *e) {
   lock_assert_held(&a->extent_lock);
   tessera_assert(e->arena == a && (e->state == EXTENT_SLAB || e->state == EXTENT_LARGE));
   tessera_assert(a->active_pages >= e->npages);
-  clear_active(e);
   a->active_pages -= e->npages;
-  insert_free(a, e, EXTENT_DIRTY);
+  if (e->state == EXTENT_SLAB) {
+    clear_active(e);
+    insert_free(a, e, EXTENT_DIRTY);
+  } else { /* a large block maps its bounds only: they become the free extent's, or are cleared */
+    free_map_clear_block(e->addr, e->npages, false);
+    insert_free_bounds(a, e, EXTENT_DIRTY, true);
+  }
 }
 
 void extent_free_stashed_slab(arena_t *a, extent_t *e) {
