@@ -21,13 +21,14 @@
 
 /* ---- size buckets: 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, ... pages ---- */
 
-size_t extent_bucket_size(unsigned b) {
+/* Inline here: set_find, set_insert and set_remove compute a bucket on every call. */
+static inline size_t bucket_size(unsigned b) {
   if (b < 3) return b + 1;
   unsigned lg = (b - 3) / 4 + 2, m = (b - 3) % 4;
   return ((size_t)1 << lg) + m * ((size_t)1 << (lg - 2));
 }
 
-unsigned extent_bucket_floor(size_t n) {
+static inline unsigned bucket_floor(size_t n) {
   if (n < 4) return (unsigned)n - 1;
   unsigned lg = 63u - (unsigned)__builtin_clzll((unsigned long long)n);
   unsigned m = (unsigned)((n - ((size_t)1 << lg)) >> (lg - 2));
@@ -35,10 +36,14 @@ unsigned extent_bucket_floor(size_t n) {
   return b < NPAGE_BUCKETS ? b : NPAGE_BUCKETS - 1;
 }
 
-unsigned extent_bucket_ceil(size_t n) {
-  unsigned b = extent_bucket_floor(n);
-  return extent_bucket_size(b) >= n ? b : b + 1;
+/* The ceiling bucket of n, given its floor bucket. */
+static inline unsigned bucket_ceil_from(unsigned floor, size_t n) {
+  return bucket_size(floor) >= n ? floor : floor + 1;
 }
+
+size_t extent_bucket_size(unsigned b) { return bucket_size(b); }
+unsigned extent_bucket_floor(size_t n) { return bucket_floor(n); }
+unsigned extent_bucket_ceil(size_t n) { return bucket_ceil_from(bucket_floor(n), n); }
 
 /* ---- metadata records ---- */
 
@@ -78,7 +83,7 @@ static extent_set_t *set_of(arena_t *a, unsigned state) {
 }
 
 static void set_insert(extent_set_t *s, extent_t *e) {
-  unsigned b = extent_bucket_floor(e->npages);
+  unsigned b = bucket_floor(e->npages);
   heap_insert(&s->buckets[b], e);
   s->nonempty[b / 64] |= (uint64_t)1 << (b % 64);
   s->npages += e->npages;
@@ -86,7 +91,7 @@ static void set_insert(extent_set_t *s, extent_t *e) {
 }
 
 static void set_remove(extent_set_t *s, extent_t *e) {
-  unsigned b = extent_bucket_floor(e->npages);
+  unsigned b = bucket_floor(e->npages);
   tessera_assert(s->npages >= e->npages && !heap_empty(&s->buckets[b]));
   heap_remove(&s->buckets[b], e);
   if (heap_empty(&s->buckets[b])) s->nonempty[b / 64] &= ~((uint64_t)1 << (b % 64));
@@ -120,8 +125,8 @@ static extent_t *bucket_best_fit(const extent_heap_t *h, size_t npages) {
  * alone would never offer those that are large enough), else the lowest-address extent
  * of the smallest bucket whose extents all hold npages. */
 static extent_t *set_find(const extent_set_t *s, size_t npages) {
-  unsigned floor = extent_bucket_floor(npages);
-  unsigned b = extent_bucket_ceil(npages);
+  unsigned floor = bucket_floor(npages);
+  unsigned b = bucket_ceil_from(floor, npages);
   if (floor != b && (s->nonempty[floor / 64] >> (floor % 64) & 1)) {
     extent_t *fit = bucket_best_fit(&s->buckets[floor], npages);
     if (fit != NULL) return fit;
@@ -175,15 +180,29 @@ static void clear_bounds(const extent_t *e) {
   if (e->npages > 1) pagemap_set(last_page(e), 0);
 }
 
-void extent_map_active(extent_t *e, unsigned code) {
+static void map_active_pages(extent_t *e, unsigned code) {
   if (e->state == EXTENT_SLAB) {
     for (size_t i = 0; i < e->npages; i++) pagemap_set(e->addr + i * PAGE, pm_make(e, code, i));
   } else {
     pagemap_set(e->addr, pm_make(e, code, 0));
     if (e->npages > 1) pagemap_set(last_page(e), pm_make(e, code, e->npages - 1));
   }
+}
+
+void extent_map_active(extent_t *e, unsigned code) {
+  map_active_pages(e, code);
   /* Written for every active block: a large block resized in place may change class. */
   free_map_set_block(e->addr, e->npages, e->state == EXTENT_SLAB, code <= NCACHED_MAX ? code : 0);
+  check_active(e, code);
+}
+
+/* extent_map_active for a block just cut from free pages: their free-map entries are
+ * already clear (every block's are cleared when it leaves the active state), so a block
+ * of no cached class needs no free-map write. */
+static void map_new_active(extent_t *e, unsigned code) {
+  map_active_pages(e, code);
+  if (code <= NCACHED_MAX) free_map_set_block(e->addr, e->npages, e->state == EXTENT_SLAB, code);
+  else tessera_assert(free_map_lookup(e->addr)->cache_bin_offset == 0);
   check_active(e, code);
 }
 
@@ -205,9 +224,15 @@ static extent_t *free_neighbor(arena_t *a, uintptr_t page_addr, unsigned state) 
   return n;
 }
 
-/* Inserts e into the set of `state`, first merging it with free neighbours of that state.
- * Pages entering the dirty or muzzy stage are noted for their decay. */
-static void insert_free(arena_t *a, extent_t *e, unsigned state) {
+/*
+ * Inserts e into the set of `state`, first merging it with free neighbours of that state.
+ * Pages entering the dirty or muzzy stage are noted for their decay. Every page of e
+ * maps to nothing, except its first and last when stale_bounds says they still map to
+ * the block it was: those are cleared only if the merge leaves them inside the free
+ * extent (otherwise they are written once, as its bounds). Likewise a neighbour's bound
+ * is cleared only where it ends up inside.
+ */
+static void insert_free_bounds(arena_t *a, extent_t *e, unsigned state, bool stale_bounds) {
   extent_set_t *set = set_of(a, state);
   e->state = (uint8_t)state;
   if (state == EXTENT_DIRTY) a->dirty_decay.added += e->npages;
@@ -215,8 +240,8 @@ static void insert_free(arena_t *a, extent_t *e, unsigned state) {
   extent_t *prev = free_neighbor(a, e->addr - PAGE, state);
   if (prev != NULL) {
     set_remove(set, prev);
-    clear_bounds(prev);
-    pagemap_set(e->addr, 0);
+    if (prev->npages > 1) pagemap_set(last_page(prev), 0); /* its first page stays a bound */
+    if (stale_bounds) pagemap_set(e->addr, 0);
     prev->npages += e->npages;
     record_delete(a, e);
     e = prev;
@@ -224,8 +249,8 @@ static void insert_free(arena_t *a, extent_t *e, unsigned state) {
   extent_t *next = free_neighbor(a, e->addr + e->npages * PAGE, state);
   if (next != NULL) {
     set_remove(set, next);
-    clear_bounds(next);
-    pagemap_set(last_page(e), 0);
+    if (next->npages > 1) pagemap_set(next->addr, 0); /* its last page stays a bound */
+    if (stale_bounds) pagemap_set(last_page(e), 0);
     e->npages += next->npages;
     record_delete(a, next);
   }
@@ -233,6 +258,9 @@ static void insert_free(arena_t *a, extent_t *e, unsigned state) {
   set_insert(set, e);
   check_free(a, e);
 }
+
+/* insert_free_bounds for an extent none of whose pages maps to anything. */
+static void insert_free(arena_t *a, extent_t *e, unsigned state) { insert_free_bounds(a, e, state, false); }
 
 /* Inserts a remainder of a split: its neighbours are known not to be free of its state. */
 static void insert_remainder(arena_t *a, extent_t *e, unsigned state) {
@@ -540,23 +568,24 @@ extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_sta
     f = set_find(&a->retained, search);
     if (f == NULL) return NULL;
   }
-  /* Take the records we may need before changing anything, so failure is clean. */
-  extent_t *r = record_new(a, state == EXTENT_SLAB);
-  extent_t *spare = record_new(a, false);
-  if (r == NULL || spare == NULL) {
-    if (r != NULL) record_delete(a, r);
-    if (spare != NULL) record_delete(a, spare);
-    return NULL;
-  }
-  unsigned fstate = f->state;
-  note_reuse(a, fstate, npages);
-  set_remove(set_of(a, fstate), f);
-  clear_bounds(f);
   uintptr_t align = align_pages * PAGE;
   uintptr_t start = (f->addr + align - 1) & ~(align - 1);
   if (from_top) start = (f->addr + (f->npages - npages) * PAGE) & ~(align - 1);
   size_t lead = (start - f->addr) / PAGE;
   size_t trail = f->npages - lead - npages;
+  /* Take the records we need before changing anything, so failure is clean: a second
+   * one only when f splits in three. */
+  extent_t *r = record_new(a, state == EXTENT_SLAB);
+  extent_t *spare = r != NULL && lead > 0 && trail > 0 ? record_new(a, false) : NULL;
+  if (r == NULL || (lead > 0 && trail > 0 && spare == NULL)) {
+    if (r != NULL) record_delete(a, r);
+    return NULL;
+  }
+  unsigned fstate = f->state;
+  note_reuse(a, fstate, npages);
+  set_remove(set_of(a, fstate), f);
+  /* f's bounds are not cleared: its first and last pages are the bounds of the pieces
+   * (remainders, block) written below. */
   r->addr = start;
   r->npages = npages;
   if (lead > 0) {
@@ -575,7 +604,7 @@ extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_sta
   if (spare != NULL) record_delete(a, spare);
   r->state = (uint8_t)state;
   r->sampled = 0; /* the profiler marks its own blocks after this */
-  extent_map_active(r, code);
+  map_new_active(r, code);
   a->active_pages += npages;
   *zeroed = fstate == EXTENT_RETAINED;
   return r;
@@ -585,9 +614,14 @@ void extent_free(arena_t *a, extent_t *e) {
   lock_assert_held(&a->extent_lock);
   tessera_assert(e->arena == a && (e->state == EXTENT_SLAB || e->state == EXTENT_LARGE));
   tessera_assert(a->active_pages >= e->npages);
-  clear_active(e);
   a->active_pages -= e->npages;
-  insert_free(a, e, EXTENT_DIRTY);
+  if (e->state == EXTENT_SLAB) {
+    clear_active(e);
+    insert_free(a, e, EXTENT_DIRTY);
+  } else { /* a large block maps its bounds only: they become the free extent's, or are cleared */
+    free_map_clear_block(e->addr, e->npages, false);
+    insert_free_bounds(a, e, EXTENT_DIRTY, true);
+  }
 }
 
 void extent_free_stashed_slab(arena_t *a, extent_t *e) {

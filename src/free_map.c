@@ -93,8 +93,11 @@ static void write_entries_of(uintptr_t addr, size_t first, size_t end, unsigned 
   for (size_t k = first; k < end; k++) {
     uintptr_t page = addr + k * PAGE;
     free_map_entry_t *e = &free_map_entries[(page >> LG_PAGE) & (((uintptr_t)1 << FREE_MAP_LG_PAGES) - 1)];
-    if (code != 0) note_touched(e);
-    note_covered(e);
+    /* Noted once per page of the array: the entries of a block's pages are adjacent. */
+    if (k == 0 || ((uintptr_t)e & PAGE_MASK) == 0) {
+      if (code != 0) note_touched(e);
+      note_covered(e);
+    }
     e->to_offset = code ? (uint32_t)(k * PAGE - page) : 0;
     e->cache_bin_offset = code * (uint32_t)sizeof(cache_bin_t);
     tessera_assert(free_map_block_offset(e, page) == (code ? k * PAGE : (uint32_t)page));

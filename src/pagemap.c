@@ -28,7 +28,7 @@ static pm_entry_t *leaf_for(uintptr_t addr) {
   return (pm_entry_t *)((uintptr_t)pagemap_zero_leaf + (uintptr_t)expected);
 }
 
-bool pagemap_set(uintptr_t addr, pm_entry_t e) {
+bool pagemap_set_new_leaf(uintptr_t addr, pm_entry_t e) {
   pm_entry_t *leaf = leaf_for(addr);
   if (leaf == NULL) return false;
   leaf[(addr >> LG_PAGE) & (PM_LEAF_SIZE - 1)] = e;

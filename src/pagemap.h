@@ -54,9 +54,20 @@ static inline pm_entry_t pm_make(const extent_t *ext, unsigned code, size_t page
   return (uint64_t)(uintptr_t)ext | ((uint64_t)page_index << 48) | ((uint64_t)code << 56);
 }
 
+/* pagemap_set's path for a page whose leaf is not installed yet. */
+bool pagemap_set_new_leaf(uintptr_t addr, pm_entry_t e);
+
 /* Sets the entry of the page holding addr; creates the leaf if needed. Returns false
- * only if the OS refused memory for a new leaf. */
-bool pagemap_set(uintptr_t addr, pm_entry_t e);
+ * only if the OS refused memory for a new leaf. Inline: the extent layer writes a few
+ * entries per allocation and free, and almost always into an existing leaf. */
+static inline bool pagemap_set(uintptr_t addr, pm_entry_t e) {
+  intptr_t offset = atomic_load_explicit(
+      &pagemap_root[(addr >> (LG_PAGE + PM_LEAF_BITS)) & (PM_ROOT_SIZE - 1)], memory_order_acquire);
+  if (unlikely(offset == 0)) return pagemap_set_new_leaf(addr, e); /* never write the zero leaf */
+  pm_entry_t *leaf = (pm_entry_t *)((uintptr_t)pagemap_zero_leaf + (uintptr_t)offset);
+  leaf[(addr >> LG_PAGE) & (PM_LEAF_SIZE - 1)] = e;
+  return true;
+}
 /* Makes sure leaves exist for every page of [addr, addr + size). */
 bool pagemap_reserve(uintptr_t addr, size_t size);
 /* Bytes mapped for the page map (metadata). */

@@ -70,9 +70,21 @@ static extent_t *stash_borrow(arena_t *a, unsigned c, size_t npages) {
   return NULL;
 }
 
+/* Whether another arena has stashed slabs (a racy look, as stash_borrow's own). */
+static bool others_have_stash(const arena_t *a) {
+  unsigned n = extent_sharing_count();
+  for (unsigned i = 0; i < n; i++) {
+    arena_t *b = extent_sharing_arena(i);
+    if (b != a && __atomic_load_n(&b->stash_pages, __ATOMIC_RELAXED) != 0) return true;
+  }
+  return false;
+}
+
 extent_t *stash_make_room(arena_t *a, unsigned c, size_t npages) {
   lock_assert_held(&a->extent_lock);
   if (a->stash_pages > 0) stash_reclaim(a, npages);
+  /* Nothing to borrow: the search of the dirty set would decide nothing. */
+  if (!others_have_stash(a)) return NULL;
   return extent_dirty_fits(a, npages) ? NULL : stash_borrow(a, c, npages);
 }
 
