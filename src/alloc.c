@@ -173,14 +173,22 @@ PROF_API_ENTRY static void *malloc_profiled_any(size_t size) {
   return alloc_sampled(usize, PAGE, false);
 }
 
-/* prof:true, after prof_cache_pop: the checks malloc_slow makes, then the general path. */
-NOINLINE PROF_API_ENTRY static void *malloc_profiled_slow(size_t size) {
-  if (unlikely(!boot_ensure())) return NULL;
+/* What malloc's slow paths check first: the allocator is up (false during its own boot),
+ * the size possible (else false with ENOMEM), and the background thread started if it is
+ * wanted. */
+static inline bool malloc_admits(size_t size) {
+  if (unlikely(!boot_ensure())) return false;
   if (unlikely(size > (size_t)PTRDIFF_MAX)) {
     errno = ENOMEM;
-    return NULL;
+    return false;
   }
   if (atomic_load_explicit(&boot_constructed, memory_order_relaxed)) background_start_if_wanted();
+  return true;
+}
+
+/* prof:true, after prof_cache_pop: the checks malloc_slow makes, then the general path. */
+NOINLINE PROF_API_ENTRY static void *malloc_profiled_slow(size_t size) {
+  if (unlikely(!malloc_admits(size))) return NULL;
   void *p = malloc_profiled_any(size);
   if (unlikely(p == NULL)) errno = ENOMEM;
   return p;
@@ -195,12 +203,7 @@ NOINLINE PROF_API_ENTRY static void *malloc_profiled(size_t size) {
 }
 
 NOINLINE PROF_API_ENTRY static void *malloc_general(size_t size) {
-  if (unlikely(!boot_ensure())) return NULL;
-  if (unlikely(size > (size_t)PTRDIFF_MAX)) {
-    errno = ENOMEM;
-    return NULL;
-  }
-  if (atomic_load_explicit(&boot_constructed, memory_order_relaxed)) background_start_if_wanted();
+  if (unlikely(!malloc_admits(size))) return NULL;
   if (unlikely(opt_hardened)) {
     void *q = alloc_hardened(size, QUANTUM, false, "malloc()");
     if (unlikely(q == NULL)) errno = ENOMEM;

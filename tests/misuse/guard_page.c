@@ -41,17 +41,26 @@ static void churn(size_t size, size_t n) {
   free(blocks);
 }
 
-/* Forks a child that writes past a block of size bytes; returns how far past the end it
- * got (from a pipe it reports its progress through), or -1 if it did not die by SIGSEGV. */
-static long overflow_distance(size_t size, size_t churned) {
-  int fds[2];
-  TT_CHECK(pipe(fds) == 0);
+/* fork(); in the child (0 returned), no core file when it dies as expected, and an alarm
+ * in case it hangs. */
+static pid_t fork_quiet_child(void) {
   pid_t pid = fork();
   TT_CHECK(pid >= 0);
   if (pid == 0) {
     struct rlimit no_core = {0, 0};
     setrlimit(RLIMIT_CORE, &no_core);
     alarm(20);
+  }
+  return pid;
+}
+
+/* Forks a child that writes past a block of size bytes; returns how far past the end it
+ * got (from a pipe it reports its progress through), or -1 if it did not die by SIGSEGV. */
+static long overflow_distance(size_t size, size_t churned) {
+  int fds[2];
+  TT_CHECK(pipe(fds) == 0);
+  pid_t pid = fork_quiet_child();
+  if (pid == 0) {
     close(fds[0]);
     churn(size, churned);
     volatile char *p = launder(malloc(size));
@@ -80,12 +89,8 @@ static long overflow_distance(size_t size, size_t churned) {
  * returns whether the child died by SIGSEGV (the freed block's pages but the first are
  * inaccessible while it waits in the quarantine). */
 static bool write_after_free_stopped(size_t size, size_t others) {
-  pid_t pid = fork();
-  TT_CHECK(pid >= 0);
+  pid_t pid = fork_quiet_child();
   if (pid == 0) {
-    struct rlimit no_core = {0, 0};
-    setrlimit(RLIMIT_CORE, &no_core);
-    alarm(20);
     char *p = malloc(size);
     if (p == NULL) _exit(3);
     memset(p, 1, size);
