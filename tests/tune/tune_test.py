@@ -32,13 +32,19 @@ def tune(tool, args, env_extra=None):
                           stderr=subprocess.PIPE, text=True, env=env, timeout=50)
 
 
-def end_to_end(tool, lib, prog, scratch):
-    report = os.path.join(scratch, "report")
+def tune_with_report(tool, lib, prog, arg, scratch, name):
+    """tessera tune --runs 2 --goal speed on prog under tcache_max:16384, with a report in
+    scratch/name; returns (stdout, report directory) after checking it succeeded."""
+    report = os.path.join(scratch, name)
     shutil.rmtree(report, ignore_errors=True)
     res = tune(tool, ["--runs", "2", "--goal", "speed", "--lib", lib, "--report", report, "--",
-                      prog, "200000"], {"TESSERA_CONF": "tcache_max:16384"})
-    out = res.stdout
-    assert res.returncode == 0, "exit %d\n%s\n%s" % (res.returncode, out, res.stderr)
+                      prog, arg], {"TESSERA_CONF": "tcache_max:16384"})
+    assert res.returncode == 0, "exit %d\n%s\n%s" % (res.returncode, res.stdout, res.stderr)
+    return res.stdout, report
+
+
+def end_to_end(tool, lib, prog, scratch):
+    out, report = tune_with_report(tool, lib, prog, "200000", scratch, "report")
     assert "1. [tcache_max] Hot large sizes miss the thread cache" in out, out
     assert "\nTESSERA_CONF=tcache_max:24576\n" in out, out
     assert out.count("run ") == 4, "expected 2 before + 2 after runs\n" + out
@@ -63,12 +69,7 @@ def end_to_end(tool, lib, prog, scratch):
 
 
 def per_finding(tool, lib, prog, scratch):
-    report = os.path.join(scratch, "report-two")
-    shutil.rmtree(report, ignore_errors=True)
-    res = tune(tool, ["--runs", "2", "--goal", "speed", "--lib", lib, "--report", report, "--",
-                      prog, "300"], {"TESSERA_CONF": "tcache_max:16384"})
-    out = res.stdout
-    assert res.returncode == 0, "exit %d\n%s\n%s" % (res.returncode, out, res.stderr)
+    out, report = tune_with_report(tool, lib, prog, "300", scratch, "report-two")
     assert "1. [bins]" in out and "2. [tcache_max]" in out, out
     assert "each finding alone" in out, out
     assert "Finding 1 alone [bins]" in out and "Finding 2 alone [tcache_max]" in out, out
