@@ -34,17 +34,18 @@ static _Atomic unsigned next_arena_rr;
 
 _Atomic ssize_t arena_default_dirty_decay_ms, arena_default_muzzy_decay_ms;
 
+/* a comes all zero from base_alloc, and zero is the initial state of its locks, bins,
+ * extent sets and counters: only what starts non-zero is written, so that the pages of
+ * a new arena's 17 KiB that its threads never use (bins of unused classes, the decay
+ * backlogs) stay untouched, not resident. */
 void arena_init(arena_t *a, unsigned index) {
-  memset(a, 0, sizeof(*a));
   a->index = index;
-  lock_init(&a->extent_lock);
   ssize_t dirty_ms = atomic_load(&arena_default_dirty_decay_ms), muzzy_ms = atomic_load(&arena_default_muzzy_decay_ms);
   atomic_store(&a->dirty_decay_ms, dirty_ms);
   atomic_store(&a->muzzy_decay_ms, muzzy_ms);
   uint64_t now = os_now_ns();
-  decay_init(&a->dirty_decay, dirty_ms, now);
-  decay_init(&a->muzzy_decay, muzzy_ms, now);
-  for (unsigned c = 0; c < NSMALL; c++) bin_init(&a->bins[c]);
+  decay_start(&a->dirty_decay, dirty_ms, now);
+  decay_start(&a->muzzy_decay, muzzy_ms, now);
   extent_share_arena(a);
 }
 

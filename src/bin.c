@@ -23,12 +23,6 @@ static void check_slab(const extent_t *slab) {
   for (unsigned w = 0; w < slab->first_word; w++) tessera_assert(slab->bitmap[w] == 0);
 }
 
-void bin_init(bin_t *bin) {
-  lock_init(&bin->lock);
-  bin->current = bin->spare = NULL;
-  bin->nonfull.root = NULL;
-}
-
 static extent_t *slab_new(arena_t *a, unsigned c) {
   const class_info_t *ci = &class_infos[c];
   bool zeroed;

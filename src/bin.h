@@ -11,7 +11,6 @@
 
 #include "types.h"
 
-void bin_init(bin_t *bin);
 /* Takes up to n regions of class c from arena a into out[], lowest address first.
  * Returns how many it got (0 only when the OS refused memory). Locks the bin. */
 unsigned bin_fill(arena_t *a, unsigned c, void **out, unsigned n);

@@ -23,18 +23,24 @@ static uint64_t epoch_ns(ssize_t ms) {
   return ns ? ns : 1;
 }
 
-void decay_init(decay_t *d, ssize_t ms, uint64_t now_ns) {
+void decay_start(decay_t *d, ssize_t ms, uint64_t now_ns) {
+  tessera_assert(d->added == 0 && d->backlog_weighted == 0);
   weights_init();
-  memset(d->backlog, 0, sizeof(d->backlog));
-  d->backlog_weighted = 0;
-  d->added = 0;
   d->epoch_start_ns = now_ns;
   d->ms = ms;
 }
 
+/* Starts d over with decay time ms: nothing in its backlog. */
+static void decay_restart(decay_t *d, ssize_t ms, uint64_t now_ns) {
+  memset(d->backlog, 0, sizeof(d->backlog));
+  d->backlog_weighted = 0;
+  d->added = 0;
+  decay_start(d, ms, now_ns);
+}
+
 void decay_advance(decay_t *d, ssize_t ms, uint64_t now_ns, size_t current_pages) {
   if (ms != d->ms) {
-    decay_init(d, ms, now_ns);
+    decay_restart(d, ms, now_ns);
     d->added = current_pages; /* what is free now decays over the new time */
     return;
   }

@@ -14,7 +14,9 @@
 
 #include "types.h"
 
-void decay_init(decay_t *d, ssize_t ms, uint64_t now_ns);
+/* Starts d, all zero (fresh metadata), with decay time ms at now_ns: only the fields
+ * that start non-zero are written, so a new arena's backlog pages stay untouched. */
+void decay_start(decay_t *d, ssize_t ms, uint64_t now_ns);
 /* Closes the epochs that have ended by now_ns. If ms differs from the decay time the
  * backlog was built with, starts over, counting current_pages as just added. */
 void decay_advance(decay_t *d, ssize_t ms, uint64_t now_ns, size_t current_pages);

@@ -26,6 +26,7 @@ static inline uint32_t lock_my_id(void) {
   return likely(id != 0) ? id : lock_id_slow();
 }
 
+/* Unlocked, counters zero: the all-zero state, so zeroed metadata holds ready locks. */
 void lock_init(lock_t *l);
 void lock_slow(lock_t *l, uint32_t me);
 

@@ -155,6 +155,7 @@ typedef struct decay {
 } decay_t;
 
 /* ---- bin.h ---- */
+/* All zero is an empty bin with an unlocked lock (arena_init relies on it). */
 typedef struct bin {
   lock_t lock;
   extent_t *current;      /* slab regions are taken from; may be NULL */
