@@ -3,7 +3,8 @@
  * malloc and calloc. malloc's fast path pops a block from the thread cache (one table
  * load for the bin, one test, no lock) and clears its freed-block key (hardened_key.h);
  * everything else is in the noinline slow path. Every path that hands out a block of a
- * cached class clears the key, so that only a freed block ever holds it.
+ * cached class clears the key, so that only a freed block ever holds it. With prof:true,
+ * malloc and calloc have a second entry each, whose fast path counts down (below).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -198,8 +199,9 @@ NOINLINE PROF_API_ENTRY static void *malloc_profiled_slow(size_t size) {
   return p;
 }
 
-/* prof:true (without hardened:true): every malloc, the fast path finding bins[0] empty.
- * The thread cache's pop with the countdown (no registers to save), else the rest. */
+/* prof:true (without hardened:true): every malloc of a caller left on the default entry
+ * (got_patch.h), its fast path finding bins[0] empty. The thread cache's pop with the
+ * countdown (no registers to save), else the rest. */
 NOINLINE PROF_API_ENTRY static void *malloc_profiled(size_t size) {
   void *p = prof_cache_pop(size);
   if (likely(p != NULL)) return p;
@@ -270,6 +272,8 @@ TESSERA_EXPORT void *malloc(size_t size) __attribute__((alias("malloc_default"))
  * only with prof:true (patched only then), and prof is set at boot only. */
 PROF_API_ENTRY static void *malloc_prof(size_t size) { return malloc_prof_inline(size); }
 
+/* operator new's malloc (cxx.c): the default entry (with prof:true, the countdown on its
+ * slow path). */
 PROF_API_ENTRY void *tessera_malloc_internal(size_t size) { return malloc_default_inline(size); }
 
 /* calloc through either entry's malloc (prof_entry is a constant: two functions). */

@@ -5,12 +5,15 @@
  *
  * The sampler draws sample points at random over the allocated bytes (a Poisson process,
  * prof_sample.h): each thread counts down a random number of bytes, and the allocation
- * that crosses zero is sampled (jemalloc's and tcmalloc's method). malloc's fast path
- * has no byte counter (with prof:false it must cost nothing), so with prof:true boot
- * points malloc's size -> bin table at bins[0], which never caches: every malloc misses
- * the fast path, and malloc's slow path starts here (prof_cache_pop), with the same pop
- * plus the countdown. free's fast path is unchanged, so a block freed is the next one
- * malloc hands out for its class, as with prof:false.
+ * that crosses zero is sampled (jemalloc's and tcmalloc's method). malloc's default
+ * entry has no byte counter (with prof:false it must cost nothing), so with prof:true
+ * malloc and calloc have a second entry whose fast path is prof_cache_pop (alloc.c),
+ * and after boot the callers' PLT slots are pointed at it (got_patch.h). A caller still
+ * on the default entry (not rewritten) is counted all the same: boot points the default
+ * entry's size -> bin table at bins[0], which never caches, so every malloc there
+ * misses its fast path, and the slow path starts here too. free's fast path is
+ * unchanged, so a block freed is the next one malloc hands out for its class, as with
+ * prof:false.
  *
  * (The design before this one kept the fast path and popped a second set of bins that
  * stopped at each class's next sample point: fewer instructions, but a freed block came
