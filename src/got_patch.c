@@ -27,14 +27,17 @@ typedef struct object {
   const ElfW(Sym) *symtab;
   const char *strtab;
   const uint32_t *gnu_hash; /* NULL without DT_GNU_HASH */
+  const ElfW(Dyn) *dynamic;
   const ElfW(Rela) *jmprel;
   size_t njmprel;
+  const struct r_debug *debug; /* the executable's DT_DEBUG (set by the loader), or NULL */
   uintptr_t relro_start, relro_end; /* 0, 0 without PT_GNU_RELRO */
 } object_t;
 
 typedef struct patch {
   const char *name;
   uintptr_t from, to;
+  const struct r_debug *debug; /* the loader's list of the first namespace; NULL: unknown */
   bool unbound_ok; /* pass 2: slots not bound yet would be bound to from */
   bool definer_seen; /* pass 1: an object before from's defines name */
   size_t patched;
@@ -57,6 +60,7 @@ static bool object_read(const struct dl_phdr_info *info, object_t *o) {
     }
   }
   if (dyn == NULL) return false;
+  o->dynamic = dyn;
   size_t pltrelsz = 0;
   bool rela = true;
   for (; dyn->d_tag != DT_NULL; dyn++) {
@@ -67,6 +71,7 @@ static bool object_read(const struct dl_phdr_info *info, object_t *o) {
     case DT_JMPREL: o->jmprel = (const ElfW(Rela) *)dyn_address(o, dyn->d_un.d_ptr); break;
     case DT_PLTRELSZ: pltrelsz = dyn->d_un.d_val; break;
     case DT_PLTREL: rela = dyn->d_un.d_val == DT_RELA; break;
+    case DT_DEBUG: o->debug = (const struct r_debug *)dyn->d_un.d_ptr; break;
     default: break;
     }
   }
@@ -120,6 +125,16 @@ static bool slot_write(const object_t *o, uintptr_t *slot, uintptr_t value) {
 }
 
 #ifdef JUMP_SLOT
+/* Whether the object is in the loader's first namespace (the one whose search order
+ * pass 1 walked): an object loaded with dlmopen binds its slots in a namespace of its
+ * own, with its own malloc. */
+static bool object_in_first_namespace(const object_t *o, const patch_t *p) {
+  if (p->debug == NULL) return false;
+  for (const struct link_map *l = p->debug->r_map; l != NULL; l = l->l_next)
+    if (l->l_ld == o->dynamic) return true;
+  return false;
+}
+
 static void object_patch(const object_t *o, patch_t *p) {
   for (size_t i = 0; i < o->njmprel; i++) {
     const ElfW(Rela) *r = &o->jmprel[i];
@@ -129,7 +144,7 @@ static void object_patch(const object_t *o, patch_t *p) {
     uintptr_t *slot = (uintptr_t *)(o->base + r->r_offset);
     uintptr_t v = __atomic_load_n(slot, __ATOMIC_RELAXED);
     /* Not bound yet: the slot points back into the object's own PLT. */
-    bool unbound = p->unbound_ok && s->st_shndx == SHN_UNDEF && object_contains(o, v);
+    bool unbound = p->unbound_ok && s->st_shndx == SHN_UNDEF && object_contains(o, v) && object_in_first_namespace(o, p);
     if ((v == p->from || unbound) && slot_write(o, slot, p->to)) p->patched++;
   }
 }
@@ -141,6 +156,7 @@ static int find_definer_cb(struct dl_phdr_info *info, size_t size, void *arg) {
   patch_t *p = arg;
   object_t o;
   if (!object_read(info, &o)) return 0;
+  if (o.debug != NULL && p->debug == NULL) p->debug = o.debug; /* the executable's */
   if (object_contains(&o, p->from)) return 1; /* reached the definition: stop */
   if (object_defines(&o, p->name)) p->definer_seen = true;
   return 0;
@@ -154,9 +170,9 @@ static int patch_cb(struct dl_phdr_info *info, size_t size, void *arg) {
 }
 
 size_t got_patch(const char *name, void *from, void *to) {
-  patch_t p = {name, (uintptr_t)from, (uintptr_t)to, false, false, 0};
+  patch_t p = {name, (uintptr_t)from, (uintptr_t)to, NULL, false, false, 0};
   bool from_found = dl_iterate_phdr(find_definer_cb, &p) == 1;
-  p.unbound_ok = from_found && !p.definer_seen;
+  p.unbound_ok = from_found && !p.definer_seen && p.debug != NULL;
   dl_iterate_phdr(patch_cb, &p);
   return p.patched;
 }
