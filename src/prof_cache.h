@@ -28,9 +28,13 @@
 #include "types.h"
 
 /* prof_cache_lookup[(size + 15) >> 4], for any size up to LOOKUP_MAX: the byte offset in
- * a tcache_t of the size's bin (low 16 bits) and the class's size (high 16 bits), in one
- * load. */
-extern INTERNAL uint32_t prof_cache_lookup[(LOOKUP_MAX >> 4) + 1];
+ * a tcache_t of the size's bin and the class's size, side by side (each read with one
+ * zero-extending load: no shift, no mask). */
+typedef struct prof_cache_entry {
+  uint16_t bin_offset;
+  uint16_t class_size;
+} prof_cache_entry_t;
+extern INTERNAL prof_cache_entry_t prof_cache_lookup[(LOOKUP_MAX >> 4) + 1];
 
 /* Fills prof_cache_lookup (at boot, with prof:true). */
 void prof_cache_boot(void);
@@ -41,11 +45,11 @@ void prof_cache_boot(void);
  * (prof_alloc_due counts it there). */
 static inline void *prof_cache_pop(size_t size) {
   if (unlikely(size > LOOKUP_MAX)) return NULL;
-  uint32_t entry = prof_cache_lookup[(size + 15) >> 4];
-  cache_bin_t *b = (cache_bin_t *)((char *)tls_thread.tcache + (uint16_t)entry);
+  const prof_cache_entry_t *entry = &prof_cache_lookup[(size + 15) >> 4];
+  cache_bin_t *b = (cache_bin_t *)((char *)tls_thread.tcache + entry->bin_offset);
   void **head = b->head;
   if (unlikely((uint16_t)(uintptr_t)head == b->low_empty)) return NULL;
-  int64_t left = tls_thread.prof.bytes_until_sample - (int64_t)(entry >> 16);
+  int64_t left = tls_thread.prof.bytes_until_sample - (int64_t)entry->class_size;
   if (unlikely(left <= 0)) return NULL;
   tls_thread.prof.bytes_until_sample = left;
   b->head = head + 1;
