@@ -3,7 +3,8 @@
  * malloc and calloc. malloc's fast path pops a block from the thread cache (one table
  * load for the bin, one test, no lock) and clears its freed-block key (hardened_key.h);
  * everything else is in the noinline slow path. Every path that hands out a block of a
- * cached class clears the key, so that only a freed block ever holds it.
+ * cached class clears the key, so that only a freed block ever holds it. With prof:true,
+ * malloc and calloc have a second entry each, whose fast path counts down (below).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "config.h"
 #include "free_map.h"
 #include "frontend.h"
+#include "got_patch.h"
 #include "hardened.h"
 #include "hardened_bytes.h"
 #include "hardened_key.h"
@@ -186,16 +188,20 @@ static inline bool malloc_admits(size_t size) {
   return true;
 }
 
+static void entries_patch(void);
+
 /* prof:true, after prof_cache_pop: the checks malloc_slow makes, then the general path. */
 NOINLINE PROF_API_ENTRY static void *malloc_profiled_slow(size_t size) {
   if (unlikely(!malloc_admits(size))) return NULL;
+  entries_patch();
   void *p = malloc_profiled_any(size);
   if (unlikely(p == NULL)) errno = ENOMEM;
   return p;
 }
 
-/* prof:true (without hardened:true): every malloc, the fast path finding bins[0] empty.
- * The thread cache's pop with the countdown (no registers to save), else the rest. */
+/* prof:true (without hardened:true): every malloc of a caller left on the default entry
+ * (got_patch.h), its fast path finding bins[0] empty. The thread cache's pop with the
+ * countdown (no registers to save), else the rest. */
 NOINLINE PROF_API_ENTRY static void *malloc_profiled(size_t size) {
   void *p = prof_cache_pop(size);
   if (likely(p != NULL)) return p;
@@ -231,7 +237,8 @@ NOINLINE PROF_API_ENTRY static void *malloc_slow(size_t size) {
   return malloc_general(size);
 }
 
-TESSERA_EXPORT PROF_API_ENTRY void *malloc(size_t size) {
+/* The default entry's fast path: the thread cache's pop, else the slow path. */
+static inline __attribute__((always_inline)) void *malloc_default_inline(size_t size) {
   tcache_t *tc = tls_thread.tcache;
   if (likely(size <= LOOKUP_MAX)) {
     cache_bin_t *b = (cache_bin_t *)((char *)tc + tcache_bin_offset_of_size[(size + 15) >> 4]);
@@ -247,9 +254,30 @@ TESSERA_EXPORT PROF_API_ENTRY void *malloc(size_t size) {
   return malloc_slow(size);
 }
 
-PROF_API_ENTRY void *tessera_malloc_internal(size_t size) { return malloc(size); }
+/* The profiling entry's fast path (prof:true): the thread cache's pop with the byte
+ * countdown (prof_cache.h), else the general path with the countdown. */
+static inline __attribute__((always_inline)) void *malloc_prof_inline(size_t size) {
+  void *p = prof_cache_pop(size);
+  if (likely(p != NULL)) return p;
+  return malloc_profiled_slow(size);
+}
 
-TESSERA_EXPORT PROF_API_ENTRY void *calloc(size_t n, size_t size) {
+/* malloc: the default entry. */
+PROF_API_ENTRY static void *malloc_default(size_t size) { return malloc_default_inline(size); }
+TESSERA_EXPORT void *malloc(size_t size) __attribute__((alias("malloc_default")));
+
+/* With prof:true, the callers' PLT slots of malloc and calloc are pointed here after
+ * boot (got_patch.h); a caller not rewritten reaches the default entry, whose slow path
+ * counts down (prof_cache.h), so both are correct and only the cost differs. Reached
+ * only with prof:true (patched only then), and prof is set at boot only. */
+PROF_API_ENTRY static void *malloc_prof(size_t size) { return malloc_prof_inline(size); }
+
+/* operator new's malloc (cxx.c): the default entry (with prof:true, the countdown on its
+ * slow path). */
+PROF_API_ENTRY void *tessera_malloc_internal(size_t size) { return malloc_default_inline(size); }
+
+/* calloc through either entry's malloc (prof_entry is a constant: two functions). */
+static inline __attribute__((always_inline)) void *calloc_with(size_t n, size_t size, bool prof_entry) {
   size_t total;
   if (unlikely(__builtin_mul_overflow(n, size, &total) || total > (size_t)PTRDIFF_MAX)) {
     errno = ENOMEM;
@@ -262,7 +290,23 @@ TESSERA_EXPORT PROF_API_ENTRY void *calloc(size_t n, size_t size) {
     if (p == NULL) errno = ENOMEM;
     return p;
   }
-  void *p = malloc(total);
+  void *p = prof_entry ? malloc_prof_inline(total) : malloc_default_inline(total);
   if (likely(p != NULL)) memset(p, 0, total);
   return p;
+}
+
+PROF_API_ENTRY static void *calloc_default(size_t n, size_t size) { return calloc_with(n, size, false); }
+TESSERA_EXPORT void *calloc(size_t n, size_t size) __attribute__((alias("calloc_default")));
+PROF_API_ENTRY static void *calloc_prof(size_t n, size_t size) { return calloc_with(n, size, true); }
+
+/* Once, on the first general path with prof:true after the library's constructor ran
+ * (libc is ready): the callers' slots pointed at the profiling entries. */
+static _Atomic bool entries_patched;
+
+static void entries_patch(void) {
+  if (likely(atomic_load_explicit(&entries_patched, memory_order_relaxed))) return;
+  if (!atomic_load_explicit(&boot_constructed, memory_order_acquire)) return;
+  if (atomic_exchange(&entries_patched, true)) return;
+  got_patch("malloc", (void *)malloc_default, (void *)malloc_prof);
+  got_patch("calloc", (void *)calloc_default, (void *)calloc_prof);
 }

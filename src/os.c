@@ -61,6 +61,13 @@ bool os_protect(void *addr, size_t size, bool accessible) {
   return ok;
 }
 
+bool os_protect_readonly(void *addr, size_t size) {
+  int saved = errno;
+  bool ok = mprotect(addr, size, PROT_READ) == 0;
+  errno = saved;
+  return ok;
+}
+
 bool os_random_bytes(void *buf, size_t n) {
   int saved = errno;
   long got = syscall(SYS_getrandom, buf, n, 0);

@@ -30,6 +30,8 @@ bool os_lazy_free_pages(void *addr, size_t size);
 /* Makes a range (page aligned) inaccessible (PROT_NONE), or readable and writable
  * again. Returns false if the kernel refused (too many mappings). */
 bool os_protect(void *addr, size_t size, bool accessible);
+/* Makes a range (page aligned) read-only again (got_patch.c: a RELRO page it wrote). */
+bool os_protect_readonly(void *addr, size_t size);
 /* Fills buf with n random bytes from the kernel (getrandom); false if it refused. */
 bool os_random_bytes(void *buf, size_t n);
 /* Transparent huge pages for a range: mode 1 asks for them (MADV_HUGEPAGE), mode 2

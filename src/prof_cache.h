@@ -5,12 +5,15 @@
  *
  * The sampler draws sample points at random over the allocated bytes (a Poisson process,
  * prof_sample.h): each thread counts down a random number of bytes, and the allocation
- * that crosses zero is sampled (jemalloc's and tcmalloc's method). malloc's fast path
- * has no byte counter (with prof:false it must cost nothing), so with prof:true boot
- * points malloc's size -> bin table at bins[0], which never caches: every malloc misses
- * the fast path, and malloc's slow path starts here (prof_cache_pop), with the same pop
- * plus the countdown. free's fast path is unchanged, so a block freed is the next one
- * malloc hands out for its class, as with prof:false.
+ * that crosses zero is sampled (jemalloc's and tcmalloc's method). malloc's default
+ * entry has no byte counter (with prof:false it must cost nothing), so with prof:true
+ * malloc and calloc have a second entry whose fast path is prof_cache_pop (alloc.c),
+ * and after boot the callers' PLT slots are pointed at it (got_patch.h). A caller still
+ * on the default entry (not rewritten) is counted all the same: boot points the default
+ * entry's size -> bin table at bins[0], which never caches, so every malloc there
+ * misses its fast path, and the slow path starts here too. free's fast path is
+ * unchanged, so a block freed is the next one malloc hands out for its class, as with
+ * prof:false.
  *
  * (The design before this one kept the fast path and popped a second set of bins that
  * stopped at each class's next sample point: fewer instructions, but a freed block came
@@ -25,9 +28,13 @@
 #include "types.h"
 
 /* prof_cache_lookup[(size + 15) >> 4], for any size up to LOOKUP_MAX: the byte offset in
- * a tcache_t of the size's bin (low 16 bits) and the class's size (high 16 bits), in one
- * load. */
-extern INTERNAL uint32_t prof_cache_lookup[(LOOKUP_MAX >> 4) + 1];
+ * a tcache_t of the size's bin and the class's size, side by side (each read with one
+ * zero-extending load: no shift, no mask). */
+typedef struct prof_cache_entry {
+  uint16_t bin_offset;
+  uint16_t class_size;
+} prof_cache_entry_t;
+extern INTERNAL prof_cache_entry_t prof_cache_lookup[(LOOKUP_MAX >> 4) + 1];
 
 /* Fills prof_cache_lookup (at boot, with prof:true). */
 void prof_cache_boot(void);
@@ -38,11 +45,11 @@ void prof_cache_boot(void);
  * (prof_alloc_due counts it there). */
 static inline void *prof_cache_pop(size_t size) {
   if (unlikely(size > LOOKUP_MAX)) return NULL;
-  uint32_t entry = prof_cache_lookup[(size + 15) >> 4];
-  cache_bin_t *b = (cache_bin_t *)((char *)tls_thread.tcache + (uint16_t)entry);
+  const prof_cache_entry_t *entry = &prof_cache_lookup[(size + 15) >> 4];
+  cache_bin_t *b = (cache_bin_t *)((char *)tls_thread.tcache + entry->bin_offset);
   void **head = b->head;
   if (unlikely((uint16_t)(uintptr_t)head == b->low_empty)) return NULL;
-  int64_t left = tls_thread.prof.bytes_until_sample - (int64_t)(entry >> 16);
+  int64_t left = tls_thread.prof.bytes_until_sample - (int64_t)entry->class_size;
   if (unlikely(left <= 0)) return NULL;
   tls_thread.prof.bytes_until_sample = left;
   b->head = head + 1;

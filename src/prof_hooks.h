@@ -6,11 +6,12 @@
  * slow paths, and `extent->sampled` on the free of a large block (a slow path too).
  *
  * How every allocation is seen: every allocation counts its usable size down the
- * thread's byte countdown, in order, one stream per thread: malloc's through
- * prof_cache_pop (boot points malloc's size -> bin table at bins[0], so that every
- * malloc takes the slow path, which starts with the cache's pop plus the countdown:
- * prof_cache.h), every other path through prof_alloc_due. free's fast path is
- * unchanged.
+ * thread's byte countdown, in order, one stream per thread: malloc's and calloc's
+ * through prof_cache_pop (in the fast path of their profiling entries, which got_patch
+ * points the callers at after boot; for a caller left on the default entry, boot points
+ * its size -> bin table at bins[0], so that every malloc takes the slow path, which
+ * starts with the same pop: prof_cache.h), every other path through prof_alloc_due.
+ * free's fast path is unchanged.
  *
  * A sampled block of a cached class comes from the cache like any other
  * (prof_block_record_in_place): its extent (slab, or large block of the class) counts
