@@ -31,7 +31,9 @@ typedef struct object {
   const ElfW(Rela) *jmprel;
   size_t njmprel;
   const struct r_debug *debug; /* the executable's DT_DEBUG (set by the loader), or NULL */
-  uintptr_t relro_start, relro_end; /* 0, 0 without PT_GNU_RELRO */
+  /* The read-only pages of PT_GNU_RELRO, as the loader protects them: whole pages only
+   * (a last page shared with writable data stays writable); 0, 0 without it. */
+  uintptr_t relro_start, relro_end;
 } object_t;
 
 typedef struct patch {
@@ -54,9 +56,9 @@ static bool object_read(const struct dl_phdr_info *info, object_t *o) {
   const ElfW(Dyn) *dyn = NULL;
   for (size_t i = 0; i < o->phnum; i++) {
     if (o->phdr[i].p_type == PT_DYNAMIC) dyn = (const ElfW(Dyn) *)(o->base + o->phdr[i].p_vaddr);
-    if (o->phdr[i].p_type == PT_GNU_RELRO) {
-      o->relro_start = o->base + o->phdr[i].p_vaddr;
-      o->relro_end = o->relro_start + o->phdr[i].p_memsz;
+    if (o->phdr[i].p_type == PT_GNU_RELRO) { /* the pages the loader made read-only */
+      o->relro_start = PAGE_OF(o->base + o->phdr[i].p_vaddr);
+      o->relro_end = PAGE_OF(o->base + o->phdr[i].p_vaddr + o->phdr[i].p_memsz);
     }
   }
   if (dyn == NULL) return false;
