@@ -168,7 +168,9 @@ static void free_hardened(extent_t *e, unsigned c, void *p) {
   free_hardened_retire(e, c, p);
   size_t block = block_size_of(e, c);
   void *out[HARDENED_EVICT_MAX + 1];
-  unsigned n = hardened_quarantine(p, block, c == CODE_LARGE ? PAGE : block, out);
+  size_t region = free_hardened_region(e, c);
+  size_t resident = hardened_freed_zeroed(region, c == CODE_LARGE) ? region : PAGE;
+  unsigned n = hardened_quarantine(p, block, resident, out);
   for (unsigned i = 0; i < n; i++) free_from_quarantine(out[i]);
 }
 

@@ -76,13 +76,21 @@ void hardened_scrub(void *p, size_t region, bool guarded) {
    * until the block leaves the quarantine (if the kernel refuses, they stay as they are).
    * (One mmap over them would do both, but costs more system time than the two calls,
    * and takes the address space's lock for writing where madvise takes it to read.) */
-  if (!guarded || !os_release_pages(p, region)) memset(p, 0, region);
-  if (guarded && region > PAGE) os_protect((char *)p + PAGE, region - PAGE, false);
+  if (hardened_freed_zeroed(region, guarded)) {
+    memset(p, 0, region);
+    return;
+  }
+  if (!os_release_pages(p, region)) memset(p, 0, region);
+  os_protect((char *)p + PAGE, region - PAGE, false);
 }
 
 /* The first page of a guarded block (zero but for its key, which this clears) checked
  * naming func, and its other pages made accessible again. */
 static void guarded_reopen(void *p, size_t region, const char *func) {
+  if (hardened_freed_zeroed(region, true)) { /* zeroed, all accessible */
+    hardened_check_unused(p, region, func);
+    return;
+  }
   hardened_check_unused(p, PAGE, func);
   if (!os_protect((char *)p + PAGE, region - PAGE, true)) fatal_pointer(func, "cannot make a freed block accessible again at", p);
 }
@@ -136,7 +144,7 @@ static _Atomic int quarantine_state;
  * A block's cycle is then three calls instead of five (two stay at its free: its pages
  * given back and made inaccessible). Shared by all threads, under a lock; blocks up to 1 MiB
  * (system calls are much of their cost), the oldest kept making room for a new one. A
- * kept block holds its first page of memory and its address space; it still counts as
+ * kept block holds its first page of memory (all of it, when zeroed: hardened.h) and its address space; it still counts as
  * allocated in the statistics. */
 #define GUARDED_KEPT_SLOTS 64
 #define GUARDED_KEPT_MAX_PAGES 257 /* 1 MiB and its guard page */
@@ -265,7 +273,11 @@ static thread_ring_t *ring_new(void) {
 /* A held block's bytes, and those of them resident while it waits (a large block's
  * pages are given back, but for the first). */
 static size_t held_size(hardened_held_t h) { return h.c == CODE_LARGE ? (size_t)h.npages * PAGE : class_infos[h.c].size; }
-static size_t held_resident(hardened_held_t h) { return h.c == CODE_LARGE ? PAGE : class_infos[h.c].size; }
+static size_t held_resident(hardened_held_t h) {
+  if (h.c != CODE_LARGE) return class_infos[h.c].size;
+  size_t region = hardened_region((size_t)h.npages * PAGE, true);
+  return hardened_freed_zeroed(region, true) ? region : PAGE;
+}
 
 static hardened_held_t ring_take_oldest(thread_ring_t *r) {
   hardened_held_t h = r->slots[r->head];
