@@ -27,6 +27,7 @@
 #include "hardened.h"
 #include "hardened_bytes.h"
 #include "hardened_key.h"
+#include "hardened_ring.h"
 #include "init.h"
 #include "options.h"
 #include "pagemap.h"
@@ -247,12 +248,15 @@ static bool free_hardened_cached_fast(void *p) {
   if (!magic_divides(ci->magic, free_map_block_offset(fe, a)) || ((block_word_t *)p)[1] == (uintptr_t)fe) return false;
   if (c < NSMALL && region_free_in_slab(pm_extent(pagemap_get(a)), a)) return false;
   hardened_checked_size(p, ci->size, "free()");
-  memset(p, 0, ci->size);
+  hardened_zero(p, ci->size);
   ((block_word_t *)p)[1] = (uintptr_t)fe; /* the freed-block key */
   hardened_held_t left;
   int one = hardened_thread_quarantine_one(p, c, ci->size, &left);
-  if (likely(one >= 0)) {
-    if (one > 0) free_held(tc, left);
+  if (likely(one == 0)) return true;
+  if (likely(one > 0)) { /* onto its cache bin, as free's fast path would push it */
+    cache_bin_t *b = tcache_bin(tc, left.c);
+    if (likely(b->head != b->slots && b->capacity > 0)) *--b->head = left.p;
+    else free_held(tc, left);
     return true;
   }
   hardened_held_t out[HARDENED_EVICT_MAX + 1];

@@ -5,6 +5,7 @@
  */
 #include "hardened.h"
 #include "hardened_bytes.h"
+#include "hardened_ring.h"
 
 #include <string.h>
 
@@ -70,6 +71,25 @@ void hardened_check_unused_words(void *p, size_t size, const char *func) {
   }
 }
 
+/* Whether the 64 bytes at p are zero (aligned to 16). */
+static bool chunk_zero(const void *p) {
+  const heap_vec_t *v = p;
+  heap_vec_t a = v[0] | v[1] | v[2] | v[3];
+  return (a[0] | a[1]) == 0;
+}
+
+void hardened_zero_written_pages(void *p, size_t size) {
+  char *b = p, *end = b + size;
+  while (b < end) {
+    char *next = (char *)align_up((uintptr_t)b + 1, PAGE);
+    if (next > end) next = end;
+    size_t len = (size_t)(next - b);
+    /* A written page is most often written at its start: then no pass to read it. */
+    if (!chunk_zero(b) || (len >= 64 && !chunk_zero(next - 64)) || !hardened_all_zero(b, len)) memset(b, 0, len);
+    b = next;
+  }
+}
+
 void hardened_scrub(void *p, size_t region, bool guarded) {
   /* A guarded region is whole pages: giving them back zeroes them and frees the memory;
    * all but the first page (which holds the freed-block key) are then made inaccessible
@@ -77,7 +97,7 @@ void hardened_scrub(void *p, size_t region, bool guarded) {
    * (One mmap over them would do both, but costs more system time than the two calls,
    * and takes the address space's lock for writing where madvise takes it to read.) */
   if (hardened_freed_zeroed(region, guarded)) {
-    memset(p, 0, region);
+    hardened_zero(p, region);
     return;
   }
   if (!os_release_pages(p, region)) memset(p, 0, region);
@@ -237,20 +257,7 @@ unsigned hardened_quarantine(void *p, size_t size, size_t resident, void **out) 
 
 /* ---------------------------------------------------------------- the thread's quarantine */
 
-/* The blocks of threads that have a cache wait in a ring of their own, without a lock:
- * at most THREAD_RING_SLOTS blocks, and the bytes of a shard (resident and address
- * space, as there). */
-#define THREAD_RING_SLOTS 1024 /* a power of two */
-
-typedef struct thread_ring {
-  struct thread_ring *next_free; /* in the pool, once its thread is gone */
-  unsigned head, count;          /* the oldest entry, and how many there are */
-  size_t resident, size;         /* sums over the entries */
-  size_t resident_limit, size_limit;
-  hardened_held_t slots[THREAD_RING_SLOTS];
-} thread_ring_t;
-
-static __thread thread_ring_t *thread_ring __attribute__((tls_model("initial-exec")));
+INTERNAL __thread thread_ring_t *hardened_thread_ring __attribute__((tls_model("initial-exec")));
 static thread_ring_t *ring_pool; /* under ring_pool_lock */
 
 /* The calling thread's ring, from the pool, else new; NULL without memory. */
@@ -267,7 +274,7 @@ static thread_ring_t *ring_new(void) {
   r->resident = r->size = 0;
   r->resident_limit = opt_hardened_quarantine / QUARANTINE_SHARDS;
   r->size_limit = r->resident_limit * QUARANTINE_ADDRESS_FACTOR;
-  return thread_ring = r;
+  return hardened_thread_ring = r;
 }
 
 /* A held block's bytes, and those of them resident while it waits (a large block's
@@ -289,7 +296,7 @@ static hardened_held_t ring_take_oldest(thread_ring_t *r) {
 }
 
 unsigned hardened_thread_quarantine(hardened_held_t h, hardened_held_t *out) {
-  thread_ring_t *r = thread_ring;
+  thread_ring_t *r = hardened_thread_ring;
   if (unlikely(r == NULL)) r = ring_new();
   size_t size = held_size(h), resident = held_resident(h);
   if (unlikely(r == NULL || resident > r->resident_limit || size > r->size_limit)) {
@@ -313,42 +320,18 @@ unsigned hardened_thread_quarantine(hardened_held_t h, hardened_held_t *out) {
   return n;
 }
 
-int hardened_thread_quarantine_one(void *p, unsigned c, size_t size, hardened_held_t *out) {
-  thread_ring_t *r = thread_ring;
-  if (unlikely(r == NULL || size > r->resident_limit)) return -1; /* size_limit is larger */
-  size_t resident_max = r->resident_limit - size, size_max = r->size_limit - size;
-  if (likely(r->count < THREAD_RING_SLOTS && r->resident <= resident_max && r->size <= size_max)) {
-    r->slots[(r->head + r->count) & (THREAD_RING_SLOTS - 1)] = (hardened_held_t){p, c, 0};
-    r->count++;
-    r->resident += size;
-    r->size += size;
-    return 0;
-  }
-  /* The oldest leaves, if that makes room; its slot's place in the ring is taken over
-   * by the new tail. */
-  hardened_held_t *oldest = &r->slots[r->head];
-  size_t old_size = held_size(*oldest), old_resident = held_resident(*oldest);
-  if (unlikely(r->resident - old_resident > resident_max || r->size - old_size > size_max)) return -1;
-  *out = *oldest;
-  r->head = (r->head + 1) & (THREAD_RING_SLOTS - 1);
-  r->slots[(r->head + r->count - 1) & (THREAD_RING_SLOTS - 1)] = (hardened_held_t){p, c, 0};
-  r->resident = r->resident - old_resident + size;
-  r->size = r->size - old_size + size;
-  return 1;
-}
-
 bool hardened_thread_quarantine_take(hardened_held_t *out) {
-  thread_ring_t *r = thread_ring;
+  thread_ring_t *r = hardened_thread_ring;
   if (r == NULL || r->count == 0) return false;
   *out = ring_take_oldest(r);
   return true;
 }
 
 void hardened_thread_quarantine_release(void) {
-  thread_ring_t *r = thread_ring;
+  thread_ring_t *r = hardened_thread_ring;
   if (r == NULL) return;
   tessera_assert(r->count == 0);
-  thread_ring = NULL;
+  hardened_thread_ring = NULL;
   lock_acquire(&ring_pool_lock);
   r->next_free = ring_pool;
   ring_pool = r;

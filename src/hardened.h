@@ -116,10 +116,7 @@ typedef struct hardened_held {
  * first; h itself when it cannot wait) and returns how many (at most
  * HARDENED_EVICT_MAX + 1). */
 unsigned hardened_thread_quarantine(hardened_held_t h, hardened_held_t *out);
-/* hardened_thread_quarantine for a block of cached class c (size bytes), when at most
- * one block leaves for it: 0 (none left), 1 (*out left), or -1 when the general function
- * must be called instead (nothing was done: no ring yet, or more would have to leave). */
-int hardened_thread_quarantine_one(void *p, unsigned c, size_t size, hardened_held_t *out);
+/* Its common case, inline: hardened_ring.h. */
 /* Takes the oldest block out of the calling thread's quarantine; false when it is
  * empty. Then hardened_thread_quarantine_release gives the ring back (the thread exits
  * or drops its cache). */

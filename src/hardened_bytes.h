@@ -126,6 +126,24 @@ static inline bool hardened_all_zero(const void *p, size_t size) {
   return (a[0] | a[1]) == 0;
 }
 
+/* hardened_zero of a block above a KiB (hardened.c): page by page, only the pages not
+ * zero already, so that pages the program never wrote stay untouched (not resident). */
+void hardened_zero_written_pages(void *p, size_t size);
+
+/* Zeroes size bytes at p (both multiples of 16): 64 bytes an iteration, the last 16 to
+ * 48 by overlapping stores; above a KiB, the pages not zero already. */
+static inline void hardened_zero(void *p, size_t size) {
+  tessera_assert(((uintptr_t)p | size) % 16 == 0 && size > 0);
+  if (size > 1024) {
+    hardened_zero_written_pages(p, size);
+    return;
+  }
+  heap_vec_t *v = p, z = {0, 0};
+  size_t n = size / 16, i = 0;
+  for (; i + 4 <= n; i += 4) v[i] = v[i + 1] = v[i + 2] = v[i + 3] = z;
+  if (i < n) v[i] = v[(i + n - 1) / 2] = v[n - 1] = z;
+}
+
 /* Aborts naming func if a slab block about to be handed out was written after it was
  * freed (a word neither zero nor a freed-block key); clears the keys: the block is then
  * all zero. */
