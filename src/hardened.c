@@ -85,7 +85,7 @@ void hardened_zero_written_pages(void *p, size_t size) {
     if (next > end) next = end;
     size_t len = (size_t)(next - b);
     /* A written page is most often written at its start: then no pass to read it. */
-    if (!chunk_zero(b) || (len >= 64 && !chunk_zero(next - 64)) || !hardened_all_zero(b, len)) memset(b, 0, len);
+    if (!chunk_zero(b) || (len >= 64 && !chunk_zero(next - 64)) || !hardened_all_zero_large(b, len)) memset(b, 0, len);
     b = next;
   }
 }

@@ -48,7 +48,7 @@ static inline int hardened_thread_quarantine_one(void *p, unsigned c, size_t siz
   /* The oldest leaves, if that makes room (a cached class: its bytes are all resident);
    * the new tail takes its place in the ring (its very slot when the ring is full). */
   hardened_held_t *oldest = &r->slots[r->head];
-  if (unlikely(oldest->c >= NCACHED_MAX)) return -1;
+  if (unlikely(r->count == 0 || oldest->c >= NCACHED_MAX)) return -1;
   size_t old = class_infos[oldest->c].size;
   size_t resident = r->resident - old + size, total = r->size - old + size;
   if (unlikely(resident > r->resident_limit || total > r->size_limit)) return -1;
