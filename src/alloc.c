@@ -140,10 +140,12 @@ static void *malloc_hardened_cached(size_t size) {
   unsigned c = size_to_class(size + HARDENED_EXTRA);
   cache_bin_t *b = tcache_bin(tc, c);
   if (b->head == b->slots + b->capacity) return NULL; /* empty, or not caching */
-  void *p = block_clear_freed_key(*b->head++);
+  void *p = *b->head++;
   b->nmalloc++;
-  hardened_check_unused(p, class_infos[c].size, "malloc()");
-  hardened_write_trailer(p, class_infos[c].size, size);
+  ((block_word_t *)p)[1] = 0; /* the freed-block key (a cached block is never NULL) */
+  size_t region = class_infos[c].size;
+  hardened_check_unused(p, region, "malloc()");
+  hardened_write_trailer(p, region, size);
   return p;
 }
 

@@ -233,6 +233,14 @@ static void free_checked(void *p, extent_t *e, unsigned c) {
   if (atomic_load_explicit(&boot_constructed, memory_order_relaxed)) background_start_if_wanted();
 }
 
+/* hardened:true: block p of cached class c into the thread's quarantine, when not at
+ * most one block of a cached class leaves (out of line: its array is a large frame). */
+NOINLINE static void quarantine_many(tcache_t *tc, void *p, unsigned c) {
+  hardened_held_t out[HARDENED_EVICT_MAX + 1];
+  unsigned n = hardened_thread_quarantine((hardened_held_t){p, c, 0}, out);
+  for (unsigned i = 0; i < n; i++) free_held(tc, out[i]);
+}
+
 /* hardened:true, free's common case: a live block of a cached class, freed by a thread
  * with a cache. The checks of free_lookup_block and free_checked, with the free map's
  * entry read once; false, having done nothing, for every other case (the general path
@@ -259,9 +267,7 @@ static bool free_hardened_cached_fast(void *p) {
     else free_held(tc, left);
     return true;
   }
-  hardened_held_t out[HARDENED_EVICT_MAX + 1];
-  unsigned n = hardened_thread_quarantine((hardened_held_t){p, c, 0}, out);
-  for (unsigned i = 0; i < n; i++) free_held(tc, out[i]);
+  quarantine_many(tc, p, c);
   return true;
 }
 
