@@ -254,8 +254,11 @@ static bool free_hardened_cached_fast(void *p) {
   unsigned c = code - 1;
   const class_info_t *ci = &class_infos[c];
   if (!magic_divides(ci->magic, free_map_block_offset(fe, a)) || ((block_word_t *)p)[1] == (uintptr_t)fe) return false;
-  if (c < NSMALL && region_free_in_slab(pm_extent(pagemap_get(a)), a)) return false;
-  hardened_checked_size(p, ci->size, "free()");
+  /* Intact canaries: the block was handed out (a slot never handed out, free in its
+   * slab, fails them), without a look at the slab's bitmap. Else the general path names
+   * the misuse: an invalid pointer, or an overflow. */
+  size_t n;
+  if (unlikely(!hardened_trailer_intact(p, ci->size, &n))) return false;
   hardened_zero(p, ci->size);
   ((block_word_t *)p)[1] = (uintptr_t)fe; /* the freed-block key */
   hardened_held_t left;

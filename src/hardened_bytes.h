@@ -94,15 +94,23 @@ static inline void hardened_write_trailer(void *p, size_t region, size_t n) {
   *(heap_u32_t *)(b + region - HARDENED_TRAILER) = (uint32_t)(region - n) ^ (uint32_t)(w >> 32);
 }
 
-/* The n the block was asked for; aborts naming func when its trailer or canary bytes
- * were overwritten ("heap overflow detected after block"). */
-static inline size_t hardened_checked_size(const void *p, size_t region, const char *func) {
+/* Whether the block's trailer and canary bytes are as hardened_write_trailer left them;
+ * then *n is the size it was asked for. A block never handed out (all zero, or holding
+ * freed-block keys) fails: its canary bytes would be zero, and they never are. */
+static inline bool hardened_trailer_intact(const void *p, size_t region, size_t *n) {
   uint64_t w = hardened_canary_word(p);
   const uint8_t *b = p;
   size_t slack = *(const heap_u32_t *)(b + region - HARDENED_TRAILER) ^ (uint32_t)(w >> 32);
-  if (unlikely(slack < HARDENED_EXTRA || slack > region)) hardened_overflow(p, func);
-  size_t n = region - slack;
-  if (unlikely(!canary_intact(b + n, w | 0x0101010101010101ull, hardened_canary_length(region, n)))) hardened_overflow(p, func);
+  if (unlikely(slack < HARDENED_EXTRA || slack > region)) return false;
+  *n = region - slack;
+  return canary_intact(b + *n, w | 0x0101010101010101ull, hardened_canary_length(region, *n));
+}
+
+/* The n the block was asked for; aborts naming func when its trailer or canary bytes
+ * were overwritten ("heap overflow detected after block"). */
+static inline size_t hardened_checked_size(const void *p, size_t region, const char *func) {
+  size_t n;
+  if (unlikely(!hardened_trailer_intact(p, region, &n))) hardened_overflow(p, func);
   return n;
 }
 
