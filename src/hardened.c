@@ -184,6 +184,29 @@ static struct {
 
 static lock_t ring_pool_lock; /* the rings of threads gone (thread quarantine, below) */
 
+/* The threads' rings (hardened_ring.h). */
+INTERNAL __thread thread_ring_t *hardened_thread_ring __attribute__((tls_model("initial-exec")));
+static thread_ring_t *ring_pool; /* under ring_pool_lock */
+static unsigned live_rings;      /* under ring_pool_lock */
+
+/* A ring's resident bytes never drop below hardened_quarantine / RING_SHARE_MIN. */
+#define RING_SHARE_MIN 64
+INTERNAL _Atomic size_t hardened_ring_resident_limit;
+
+/* The rings' shared resident limit for this many live rings (hardened_ring.h). */
+static size_t ring_share(unsigned live) {
+  size_t q = opt_hardened_quarantine;
+  size_t share = live > QUARANTINE_SHARDS ? q / live : q / QUARANTINE_SHARDS;
+  return share < q / RING_SHARE_MIN ? q / RING_SHARE_MIN : share;
+}
+
+/* One ring more (delta +1) or less (-1), or none (0: the limit recomputed), under
+ * ring_pool_lock. */
+static void rings_count(int delta) {
+  live_rings += (unsigned)delta;
+  atomic_store_explicit(&hardened_ring_resident_limit, ring_share(live_rings), memory_order_relaxed);
+}
+
 static void quarantine_fork_prepare(void) {
   for (unsigned i = 0; i < QUARANTINE_SHARDS; i++) lock_fork_prepare(&shards[i].lock);
   lock_fork_prepare(&ring_pool_lock);
@@ -198,6 +221,9 @@ static void quarantine_fork_child(void) {
   for (unsigned i = 0; i < QUARANTINE_SHARDS; i++) lock_init(&shards[i].lock);
   lock_init(&ring_pool_lock);
   lock_init(&kept.lock);
+  /* The other threads are gone (their rings with them: their blocks stay allocated). */
+  live_rings = 0;
+  rings_count(hardened_thread_ring != NULL ? +1 : 0);
 }
 
 /* Sets the shards up, once; false while another thread (or this one, reentered) does,
@@ -257,9 +283,6 @@ unsigned hardened_quarantine(void *p, size_t size, size_t resident, void **out) 
 
 /* ---------------------------------------------------------------- the thread's quarantine */
 
-INTERNAL __thread thread_ring_t *hardened_thread_ring __attribute__((tls_model("initial-exec")));
-static thread_ring_t *ring_pool; /* under ring_pool_lock */
-
 /* The calling thread's ring, from the pool, else new; NULL without memory. */
 static thread_ring_t *ring_new(void) {
   if (!quarantine_ready()) return NULL;
@@ -272,8 +295,10 @@ static thread_ring_t *ring_new(void) {
   r->next_free = NULL;
   r->head = r->count = 0;
   r->resident = r->size = 0;
-  r->resident_limit = opt_hardened_quarantine / QUARANTINE_SHARDS;
-  r->size_limit = r->resident_limit * QUARANTINE_ADDRESS_FACTOR;
+  r->size_limit = opt_hardened_quarantine / QUARANTINE_SHARDS * QUARANTINE_ADDRESS_FACTOR;
+  lock_acquire(&ring_pool_lock);
+  rings_count(+1);
+  lock_release(&ring_pool_lock);
   return hardened_thread_ring = r;
 }
 
@@ -299,13 +324,14 @@ unsigned hardened_thread_quarantine(hardened_held_t h, hardened_held_t *out) {
   thread_ring_t *r = hardened_thread_ring;
   if (unlikely(r == NULL)) r = ring_new();
   size_t size = held_size(h), resident = held_resident(h);
-  if (unlikely(r == NULL || resident > r->resident_limit || size > r->size_limit)) {
+  size_t resident_limit = ring_resident_limit();
+  if (unlikely(r == NULL || resident > resident_limit || size > r->size_limit)) {
     out[0] = h; /* cannot wait */
     return 1;
   }
   unsigned n = 0;
   /* The limits less h's bytes: the loop's test is then a count and two comparisons. */
-  size_t resident_max = r->resident_limit - resident, size_max = r->size_limit - size;
+  size_t resident_max = resident_limit - resident, size_max = r->size_limit - size;
   while (r->count == THREAD_RING_SLOTS || r->resident > resident_max || r->size > size_max) { /* ends: h alone fits an empty ring */
     if (n == HARDENED_EVICT_MAX) {
       out[n++] = h; /* more would have to leave */
@@ -335,6 +361,7 @@ void hardened_thread_quarantine_release(void) {
   lock_acquire(&ring_pool_lock);
   r->next_free = ring_pool;
   ring_pool = r;
+  rings_count(-1);
   lock_release(&ring_pool_lock);
 }
 

@@ -23,12 +23,18 @@ typedef struct thread_ring {
   struct thread_ring *next_free; /* in the pool, once its thread is gone */
   unsigned head, count;          /* the oldest entry, and how many there are */
   size_t resident, size;         /* sums over the entries */
-  size_t resident_limit, size_limit;
+  size_t size_limit;             /* address space: a shard's, whatever the threads */
   hardened_held_t slots[THREAD_RING_SLOTS];
 } thread_ring_t;
 
 /* The calling thread's ring; NULL until its first block (hardened_thread_quarantine). */
 extern INTERNAL __thread thread_ring_t *hardened_thread_ring __attribute__((tls_model("initial-exec")));
+
+/* The resident bytes every ring may hold: the threads with a ring share
+ * hardened_quarantine (a quarter each while there are at most 4, never less than a 64th:
+ * hardened.c), so that many threads do not multiply it. */
+extern INTERNAL _Atomic size_t hardened_ring_resident_limit;
+static inline size_t ring_resident_limit(void) { return atomic_load_explicit(&hardened_ring_resident_limit, memory_order_relaxed); }
 
 /* hardened_thread_quarantine for block p of cached class c (size bytes), when at most
  * one block of a cached class leaves for it: 0 (none left), 1 (*out left), or -1 when
@@ -38,7 +44,8 @@ static inline int hardened_thread_quarantine_one(void *p, unsigned c, size_t siz
   thread_ring_t *r = hardened_thread_ring;
   if (unlikely(r == NULL)) return -1;
   unsigned mask = THREAD_RING_SLOTS - 1;
-  if (likely(r->count < THREAD_RING_SLOTS) && r->resident + size <= r->resident_limit && r->size + size <= r->size_limit) {
+  size_t resident_limit = ring_resident_limit();
+  if (likely(r->count < THREAD_RING_SLOTS) && r->resident + size <= resident_limit && r->size + size <= r->size_limit) {
     r->slots[(r->head + r->count) & mask] = (hardened_held_t){p, c, 0};
     r->count++;
     r->resident += size;
@@ -51,7 +58,7 @@ static inline int hardened_thread_quarantine_one(void *p, unsigned c, size_t siz
   if (unlikely(r->count == 0 || oldest->c >= NCACHED_MAX)) return -1;
   size_t old = class_infos[oldest->c].size;
   size_t resident = r->resident - old + size, total = r->size - old + size;
-  if (unlikely(resident > r->resident_limit || total > r->size_limit)) return -1;
+  if (unlikely(resident > resident_limit || total > r->size_limit)) return -1;
   *out = *oldest;
   r->head = (r->head + 1) & mask;
   r->slots[(r->head + r->count - 1) & mask] = (hardened_held_t){p, c, 0};
