@@ -241,39 +241,6 @@ NOINLINE static void quarantine_many(tcache_t *tc, void *p, unsigned c) {
   for (unsigned i = 0; i < n; i++) free_held(tc, out[i]);
 }
 
-/* hardened:true, free's common case: a live block of a cached class, freed by a thread
- * with a cache. The checks of free_lookup_block and free_checked, with the free map's
- * entry read once; false, having done nothing, for every other case (the general path
- * then names the misuse, if it is one). */
-static bool free_hardened_cached_fast(void *p) {
-  tcache_t *tc = tls_thread.tcache;
-  uintptr_t a = (uintptr_t)p;
-  const free_map_entry_t *fe = free_map_lookup(a);
-  unsigned code = fe->cache_bin_offset / (unsigned)sizeof(cache_bin_t);
-  if (tc == &tcache_empty || code == 0) return false;
-  unsigned c = code - 1;
-  const class_info_t *ci = &class_infos[c];
-  if (!magic_divides(ci->magic, free_map_block_offset(fe, a)) || ((block_word_t *)p)[1] == (uintptr_t)fe) return false;
-  /* Intact canaries: the block was handed out (a slot never handed out, free in its
-   * slab, fails them), without a look at the slab's bitmap. Else the general path names
-   * the misuse: an invalid pointer, or an overflow. */
-  size_t n;
-  if (unlikely(!hardened_trailer_intact(p, ci->size, &n))) return false;
-  hardened_zero(p, ci->size);
-  ((block_word_t *)p)[1] = (uintptr_t)fe; /* the freed-block key */
-  hardened_held_t left;
-  int one = hardened_thread_quarantine_one(p, c, ci->size, &left);
-  if (likely(one == 0)) return true;
-  if (likely(one > 0)) { /* onto its cache bin, as free's fast path would push it */
-    cache_bin_t *b = tcache_bin(tc, left.c);
-    if (likely(b->head != b->slots && b->capacity > 0)) *--b->head = left.p;
-    else free_held(tc, left);
-    return true;
-  }
-  quarantine_many(tc, p, c);
-  return true;
-}
-
 NOINLINE static void free_general(void *p) {
   if (p == NULL) return;
   unsigned c;
@@ -281,10 +248,48 @@ NOINLINE static void free_general(void *p) {
   free_checked(p, e, c);
 }
 
-/* hardened:true: free's common case, else the general path. */
+/* hardened:true, free's common case once block p (class c, free-map entry fe) is
+ * checked: zeroed, keyed, into the thread's quarantine ring, and the block that leaves
+ * the ring onto its cache bin. Inline for blocks up to HARDENED_ZERO_INLINE_MAX, out of
+ * line (free_hardened_retire_large) above, so that the common path makes no call. */
+static inline __attribute__((always_inline)) void free_hardened_retire_cached(tcache_t *tc, const free_map_entry_t *fe,
+                                                                               void *p, unsigned c, size_t size) {
+  hardened_zero(p, size);
+  ((block_word_t *)p)[1] = (uintptr_t)fe; /* the freed-block key */
+  hardened_held_t left;
+  int one = hardened_thread_quarantine_one(p, c, size, &left);
+  if (likely(one == 0)) return;
+  if (unlikely(one < 0)) return quarantine_many(tc, p, c);
+  cache_bin_t *b = tcache_bin(tc, left.c); /* onto its cache bin, as free's fast path would push it */
+  if (unlikely(b->head == b->slots || b->capacity == 0)) return free_held(tc, left);
+  *--b->head = left.p;
+}
+
+NOINLINE static void free_hardened_retire_large(tcache_t *tc, const free_map_entry_t *fe, void *p, unsigned c) {
+  free_hardened_retire_cached(tc, fe, p, c, class_infos[c].size);
+}
+
+/* hardened:true: free's common case, a live block of a cached class freed by a thread
+ * with a cache: the checks of free_lookup_block and free_checked, with the free map's
+ * entry read once. Every other case (the general path then names the misuse, if it is
+ * one) to free_general. */
 NOINLINE static void free_hardened_path(void *p) {
-  if (likely(free_hardened_cached_fast(p))) return;
-  free_general(p);
+  tcache_t *tc = tls_thread.tcache;
+  uintptr_t a = (uintptr_t)p;
+  const free_map_entry_t *fe = free_map_lookup(a);
+  unsigned code = fe->cache_bin_offset / (unsigned)sizeof(cache_bin_t);
+  if (unlikely(tc == &tcache_empty || code == 0)) return free_general(p);
+  unsigned c = code - 1;
+  const class_info_t *ci = &class_infos[c];
+  if (unlikely(!magic_divides(ci->magic, free_map_block_offset(fe, a)) || ((block_word_t *)p)[1] == (uintptr_t)fe))
+    return free_general(p);
+  /* Intact canaries: the block was handed out (a slot never handed out, free in its
+   * slab, fails them), without a look at the slab's bitmap. Else the general path names
+   * the misuse: an invalid pointer, or an overflow. */
+  size_t n, size = ci->size;
+  if (unlikely(!hardened_trailer_intact(p, size, &n))) return free_general(p);
+  if (size > HARDENED_ZERO_INLINE_MAX) return free_hardened_retire_large(tc, fe, p, c);
+  free_hardened_retire_cached(tc, fe, p, c, size);
 }
 
 /* Hardened mode sends every call here (hardened.h): a test and a jump to its path. */

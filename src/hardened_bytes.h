@@ -35,12 +35,18 @@ _Noreturn void hardened_overflow(const void *p, const char *func);
  * freed-block keys, aborts naming func on any other word. */
 void hardened_check_unused_words(void *p, size_t size, const char *func);
 
-/* The block's canary word: the secret mixed with the block's address. */
+/* The canary word of the block at p under secret s: the two mixed. */
+static inline uint64_t canary_word_of(uint64_t s, const void *p) {
+  s ^= (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull;
+  return s ^ (s >> 29);
+}
+
+/* The block's canary word, the secret drawn if it was not yet (a block is being handed
+ * out: every trailer is written through here). */
 static inline uint64_t hardened_canary_word(const void *p) {
   uint64_t s = atomic_load_explicit(&hardened_secret, memory_order_relaxed);
   if (unlikely(s == 0)) s = hardened_secret_init();
-  s ^= (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull;
-  return s ^ (s >> 29);
+  return canary_word_of(s, p);
 }
 
 /* How many canary bytes follow a request of n in a region. */
@@ -96,9 +102,13 @@ static inline void hardened_write_trailer(void *p, size_t region, size_t n) {
 
 /* Whether the block's trailer and canary bytes are as hardened_write_trailer left them;
  * then *n is the size it was asked for. A block never handed out (all zero, or holding
- * freed-block keys) fails: its canary bytes would be zero, and they never are. */
+ * freed-block keys) fails: its canary bytes would be zero, and they never are. So does
+ * every block while the secret is not drawn: no trailer was written yet (and no call
+ * here, which would make free's common path save registers). */
 static inline bool hardened_trailer_intact(const void *p, size_t region, size_t *n) {
-  uint64_t w = hardened_canary_word(p);
+  uint64_t s = atomic_load_explicit(&hardened_secret, memory_order_relaxed);
+  if (unlikely(s == 0)) return false;
+  uint64_t w = canary_word_of(s, p);
   const uint8_t *b = p;
   size_t slack = *(const heap_u32_t *)(b + region - HARDENED_TRAILER) ^ (uint32_t)(w >> 32);
   if (unlikely(slack < HARDENED_EXTRA || slack > region)) return false;
