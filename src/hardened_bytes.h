@@ -124,23 +124,42 @@ static inline size_t hardened_checked_size(const void *p, size_t region, const c
   return n;
 }
 
-/* Whether size bytes at p (both multiples of 16) are all zero: 64 bytes an iteration,
- * ORed into 16-byte vectors (the compiler's vector extension: SSE2 on x86-64); the
- * last 16 to 48 bytes by three overlapping loads (ORing a vector twice changes nothing). */
+/* Whether size bytes at p (both multiples of 16) are all zero, ORed into 16-byte vectors
+ * (the compiler's vector extension: SSE2 on x86-64). Up to 256 bytes without a loop: the
+ * first and the last 1, 2, 4 or 8 vectors, overlapping (ORing a vector twice changes
+ * nothing); above, 64 bytes an iteration, the last 16 to 48 bytes by three overlapping
+ * loads. */
 static inline bool hardened_all_zero(const void *p, size_t size) {
   tessera_assert(((uintptr_t)p | size) % 16 == 0 && size > 0);
-  const heap_vec_t *v = p;
-  heap_vec_t a = {0, 0}, b = {0, 0};
-  size_t n = size / 16, i = 0;
-  for (; i + 4 <= n; i += 4) {
-    a |= v[i] | v[i + 2];
-    b |= v[i + 1] | v[i + 3];
+  const heap_vec_t *v = p, *e = v + size / 16;
+  heap_vec_t a, b;
+  if (size <= 32) {
+    a = v[0] | e[-1];
+  } else if (size <= 64) {
+    a = v[0] | v[1];
+    b = e[-2] | e[-1];
+    a |= b;
+  } else if (size <= 128) {
+    a = (v[0] | v[1]) | (v[2] | v[3]);
+    b = (e[-4] | e[-3]) | (e[-2] | e[-1]);
+    a |= b;
+  } else if (size <= 256) {
+    a = ((v[0] | v[1]) | (v[2] | v[3])) | ((v[4] | v[5]) | (v[6] | v[7]));
+    b = ((e[-8] | e[-7]) | (e[-6] | e[-5])) | ((e[-4] | e[-3]) | (e[-2] | e[-1]));
+    a |= b;
+  } else {
+    a = (heap_vec_t){0, 0}, b = (heap_vec_t){0, 0};
+    size_t n = size / 16, i = 0;
+    for (; i + 4 <= n; i += 4) {
+      a |= v[i] | v[i + 2];
+      b |= v[i + 1] | v[i + 3];
+    }
+    if (i < n) { /* 1 to 3 vectors left: the first, the middle and the last of them */
+      a |= v[i] | v[n - 1];
+      b |= v[(i + n - 1) / 2];
+    }
+    a |= b;
   }
-  if (i < n) { /* 1 to 3 vectors left: the first, the middle and the last of them */
-    a |= v[i] | v[n - 1];
-    b |= v[(i + n - 1) / 2];
-  }
-  a |= b;
   return (a[0] | a[1]) == 0;
 }
 
@@ -148,9 +167,9 @@ static inline bool hardened_all_zero(const void *p, size_t size) {
  * zero already, so that pages the program never wrote stay untouched (not resident). */
 void hardened_zero_written_pages(void *p, size_t size);
 
-/* Zeroes size bytes at p (both multiples of 16): 64 bytes an iteration, the last 16 to
- * 48 by overlapping stores; memset above 256 bytes; above a KiB, only the pages not zero
- * already. */
+/* Zeroes size bytes at p (both multiples of 16): up to 256 bytes, the first and the last
+ * 1, 2, 4 or 8 16-byte vectors, overlapping; memset above 256 bytes; above a KiB, only
+ * the pages not zero already. */
 static inline void hardened_zero(void *p, size_t size) {
   tessera_assert(((uintptr_t)p | size) % 16 == 0 && size > 0);
   if (size > 1024) {
@@ -161,10 +180,18 @@ static inline void hardened_zero(void *p, size_t size) {
     __builtin_memset(p, 0, size);
     return;
   }
-  heap_vec_t *v = p, z = {0, 0};
-  size_t n = size / 16, i = 0;
-  for (; i + 4 <= n; i += 4) v[i] = v[i + 1] = v[i + 2] = v[i + 3] = z;
-  if (i < n) v[i] = v[(i + n - 1) / 2] = v[n - 1] = z;
+  heap_vec_t *v = p, *e = v + size / 16, z = {0, 0};
+  if (size <= 32) {
+    v[0] = e[-1] = z;
+  } else if (size <= 64) {
+    v[0] = v[1] = e[-2] = e[-1] = z;
+  } else if (size <= 128) {
+    v[0] = v[1] = v[2] = v[3] = z;
+    e[-4] = e[-3] = e[-2] = e[-1] = z;
+  } else {
+    v[0] = v[1] = v[2] = v[3] = v[4] = v[5] = v[6] = v[7] = z;
+    e[-8] = e[-7] = e[-6] = e[-5] = e[-4] = e[-3] = e[-2] = e[-1] = z;
+  }
 }
 
 /* Blocks up to this size are checked and zeroed by the inline loops above; larger ones

@@ -53,15 +53,16 @@ static inline int hardened_thread_quarantine_one(void *p, unsigned c, size_t siz
     return 0;
   }
   /* The oldest leaves, if that makes room (a cached class: its bytes are all resident);
-   * the new tail takes its place in the ring (its very slot when the ring is full). */
+   * the new tail takes its place in the ring: its very slot when the ring is full. */
   hardened_held_t *oldest = &r->slots[r->head];
   if (unlikely(r->count == 0 || oldest->c >= NCACHED_MAX)) return -1;
   size_t old = class_infos[oldest->c].size;
   size_t resident = r->resident - old + size, total = r->size - old + size;
   if (unlikely(resident > resident_limit || total > r->size_limit)) return -1;
   *out = *oldest;
+  hardened_held_t *tail = likely(r->count == THREAD_RING_SLOTS) ? oldest : &r->slots[(r->head + r->count) & mask];
+  *tail = (hardened_held_t){p, c, 0};
   r->head = (r->head + 1) & mask;
-  r->slots[(r->head + r->count - 1) & mask] = (hardened_held_t){p, c, 0};
   r->resident = resident;
   r->size = total;
   return 1;
