@@ -129,7 +129,7 @@ static inline size_t hardened_checked_size(const void *p, size_t region, const c
  * first and the last 1, 2, 4 or 8 vectors, overlapping (ORing a vector twice changes
  * nothing); above, 64 bytes an iteration, the last 16 to 48 bytes by three overlapping
  * loads. */
-static inline bool hardened_all_zero(const void *p, size_t size) {
+static inline __attribute__((always_inline)) bool hardened_all_zero(const void *p, size_t size) {
   tessera_assert(((uintptr_t)p | size) % 16 == 0 && size > 0);
   const heap_vec_t *v = p, *e = v + size / 16;
   heap_vec_t a, b;
@@ -170,7 +170,7 @@ void hardened_zero_written_pages(void *p, size_t size);
 /* Zeroes size bytes at p (both multiples of 16): up to 256 bytes, the first and the last
  * 1, 2, 4 or 8 16-byte vectors, overlapping; memset above 256 bytes; above a KiB, only
  * the pages not zero already. */
-static inline void hardened_zero(void *p, size_t size) {
+static inline __attribute__((always_inline)) void hardened_zero(void *p, size_t size) {
   tessera_assert(((uintptr_t)p | size) % 16 == 0 && size > 0);
   if (size > 1024) {
     hardened_zero_written_pages(p, size);
