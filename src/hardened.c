@@ -61,14 +61,25 @@ void hardened_overflow(const void *p, const char *func) { fatal_pointer(func, "h
 
 /* ---------------------------------------------------------------- zero on free */
 
-void hardened_check_unused_words(void *p, size_t size, const char *func) {
-  heap_word_t *w = p;
-  for (size_t i = 0; i < size / sizeof(*w); i++) {
-    if (likely(w[i] == 0)) continue;
+/* The words of the 16 bytes at w (checked by hardened_check_unused_words). */
+static void check_unused_pair(heap_word_t *w, void *p, const char *func) {
+  for (unsigned i = 0; i < 2; i++) {
+    if (w[i] == 0) continue;
     /* A freed-block key left by an earlier free is the key of its own page. */
     if (w[i] != (uint64_t)(uintptr_t)free_map_lookup((uintptr_t)&w[i])) fatal_pointer(func, "write after free detected in block", p);
     w[i] = 0;
   }
+}
+
+void hardened_check_unused_words(void *p, size_t size, const char *func) {
+  /* 64 bytes at a time, as the zero check: a block holding a few keys (left where
+   * earlier blocks of other sizes lay) is mostly zero. */
+  char *b = p;
+  size_t i = 0;
+  for (; i + 64 <= size; i += 64)
+    if (unlikely(!hardened_all_zero(b + i, 64)))
+      for (size_t j = 0; j < 64; j += 16) check_unused_pair((heap_word_t *)(b + i + j), p, func);
+  for (; i < size; i += 16) check_unused_pair((heap_word_t *)(b + i), p, func);
 }
 
 /* Whether the 64 bytes at p are zero (aligned to 16). */
