@@ -259,10 +259,13 @@ static inline __attribute__((always_inline)) void free_hardened_retire_cached(tc
   hardened_held_t left;
   int one = hardened_thread_quarantine_one(p, c, size, &left);
   if (likely(one == 0)) return;
-  if (unlikely(one < 0)) return quarantine_many(tc, p, c);
+  if (unlikely(one < 0)) {
+    quarantine_many(tc, p, c);
+    return;
+  }
   cache_bin_t *b = tcache_bin(tc, left.c); /* onto its cache bin, as free's fast path would push it */
-  if (unlikely(b->head == b->slots || b->capacity == 0)) return free_held(tc, left);
-  *--b->head = left.p;
+  if (likely(b->head != b->slots && b->capacity > 0)) *--b->head = left.p;
+  else free_held(tc, left);
 }
 
 NOINLINE static void free_hardened_retire_large(tcache_t *tc, const free_map_entry_t *fe, void *p, unsigned c) {
@@ -278,18 +281,23 @@ NOINLINE static void free_hardened_path(void *p) {
   uintptr_t a = (uintptr_t)p;
   const free_map_entry_t *fe = free_map_lookup(a);
   unsigned code = fe->cache_bin_offset / (unsigned)sizeof(cache_bin_t);
-  if (unlikely(tc == &tcache_empty || code == 0)) return free_general(p);
+  if (unlikely(tc == &tcache_empty || code == 0)) {
+    free_general(p);
+    return;
+  }
   unsigned c = code - 1;
   const class_info_t *ci = &class_infos[c];
-  if (unlikely(!magic_divides(ci->magic, free_map_block_offset(fe, a)) || ((block_word_t *)p)[1] == (uintptr_t)fe))
-    return free_general(p);
+  if (unlikely(!magic_divides(ci->magic, free_map_block_offset(fe, a)) || ((block_word_t *)p)[1] == (uintptr_t)fe)) {
+    free_general(p);
+    return;
+  }
   /* Intact canaries: the block was handed out (a slot never handed out, free in its
    * slab, fails them), without a look at the slab's bitmap. Else the general path names
    * the misuse: an invalid pointer, or an overflow. */
   size_t n, size = ci->size;
-  if (unlikely(!hardened_trailer_intact(p, size, &n))) return free_general(p);
-  if (size > HARDENED_ZERO_INLINE_MAX) return free_hardened_retire_large(tc, fe, p, c);
-  free_hardened_retire_cached(tc, fe, p, c, size);
+  if (unlikely(!hardened_trailer_intact(p, size, &n))) free_general(p);
+  else if (size > HARDENED_ZERO_INLINE_MAX) free_hardened_retire_large(tc, fe, p, c);
+  else free_hardened_retire_cached(tc, fe, p, c, size);
 }
 
 /* Hardened mode sends every call here (hardened.h): a test and a jump to its path. */
