@@ -133,22 +133,6 @@ void *alloc_hardened(size_t n, size_t align, bool zero, const char *func) {
   return p;
 }
 
-/* hardened:true, malloc's common case: a cached class, popped from a thread cache that
- * has a block for it (the checks of alloc_hardened, without its layers); NULL otherwise
- * (the caller takes the general path, which refills the bin). */
-static void *malloc_hardened_cached(size_t size) {
-  tcache_t *tc = tls_thread.tcache;
-  if (size > LOOKUP_MAX - HARDENED_EXTRA || tc == &tcache_empty) return NULL;
-  unsigned c = size_to_class(size + HARDENED_EXTRA);
-  cache_bin_t *b = tcache_bin(tc, c);
-  if (b->head == b->slots + b->capacity) return NULL; /* empty, or not caching */
-  void *p = block_clear_freed_key(*b->head++);
-  b->nmalloc++;
-  hardened_check_unused(p, class_infos[c].size, "malloc()");
-  hardened_write_trailer(p, class_infos[c].size, size);
-  return p;
-}
-
 static void *alloc_any(size_t size) {
   tcache_t *tc = tcache_get();
   if (size <= LOOKUP_MAX) return alloc_cached_class(tc, size_to_class(size));
@@ -222,10 +206,31 @@ NOINLINE PROF_API_ENTRY static void *malloc_general(size_t size) {
   return p;
 }
 
-/* hardened:true: malloc's common case, else the general path. */
+/* hardened:true: malloc_hardened's checks of block p (region bytes, for a request of
+ * size) when it is above HARDENED_ZERO_INLINE_MAX or not all zero: out of line, so that
+ * the common path makes no call and saves no registers. */
+NOINLINE static void *malloc_hardened_checked(void *p, size_t region, size_t size) {
+  hardened_check_unused(p, region, "malloc()");
+  hardened_write_trailer(p, region, size);
+  return p;
+}
+
+/* hardened:true: malloc's common case, a cached class popped from a thread cache that has
+ * a block for it (the checks of alloc_hardened, without its layers); else the general
+ * path (which refills the bin). */
 NOINLINE static void *malloc_hardened(size_t size) {
-  void *p = malloc_hardened_cached(size);
-  return likely(p != NULL) ? p : malloc_general(size);
+  tcache_t *tc = tls_thread.tcache;
+  if (unlikely(size > LOOKUP_MAX - HARDENED_EXTRA || tc == &tcache_empty)) return malloc_general(size);
+  unsigned c = size_to_class(size + HARDENED_EXTRA);
+  cache_bin_t *b = tcache_bin(tc, c);
+  if (unlikely(b->head == b->slots + b->capacity)) return malloc_general(size); /* empty, or not caching */
+  void *p = *b->head++;
+  b->nmalloc++;
+  ((block_word_t *)p)[1] = 0; /* the freed-block key (a cached block is never NULL) */
+  size_t region = class_infos[c].size;
+  if (region > HARDENED_ZERO_INLINE_MAX || unlikely(!hardened_all_zero(p, region))) return malloc_hardened_checked(p, region, size);
+  hardened_write_trailer(p, region, size);
+  return p;
 }
 
 /* Hardened mode (hardened.h) and prof:true (prof_cache.h) send every call here; both

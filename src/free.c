@@ -27,6 +27,7 @@
 #include "hardened.h"
 #include "hardened_bytes.h"
 #include "hardened_key.h"
+#include "hardened_ring.h"
 #include "init.h"
 #include "options.h"
 #include "pagemap.h"
@@ -168,7 +169,9 @@ static void free_hardened(extent_t *e, unsigned c, void *p) {
   free_hardened_retire(e, c, p);
   size_t block = block_size_of(e, c);
   void *out[HARDENED_EVICT_MAX + 1];
-  unsigned n = hardened_quarantine(p, block, c == CODE_LARGE ? PAGE : block, out);
+  size_t region = free_hardened_region(e, c);
+  size_t resident = hardened_freed_zeroed(region, c == CODE_LARGE) ? region : PAGE;
+  unsigned n = hardened_quarantine(p, block, resident, out);
   for (unsigned i = 0; i < n; i++) free_from_quarantine(out[i]);
 }
 
@@ -230,33 +233,12 @@ static void free_checked(void *p, extent_t *e, unsigned c) {
   if (atomic_load_explicit(&boot_constructed, memory_order_relaxed)) background_start_if_wanted();
 }
 
-/* hardened:true, free's common case: a live block of a cached class, freed by a thread
- * with a cache. The checks of free_lookup_block and free_checked, with the free map's
- * entry read once; false, having done nothing, for every other case (the general path
- * then names the misuse, if it is one). */
-static bool free_hardened_cached_fast(void *p) {
-  tcache_t *tc = tls_thread.tcache;
-  uintptr_t a = (uintptr_t)p;
-  const free_map_entry_t *fe = free_map_lookup(a);
-  unsigned code = fe->cache_bin_offset / (unsigned)sizeof(cache_bin_t);
-  if (tc == &tcache_empty || code == 0) return false;
-  unsigned c = code - 1;
-  const class_info_t *ci = &class_infos[c];
-  if (!magic_divides(ci->magic, free_map_block_offset(fe, a)) || ((block_word_t *)p)[1] == (uintptr_t)fe) return false;
-  if (c < NSMALL && region_free_in_slab(pm_extent(pagemap_get(a)), a)) return false;
-  hardened_checked_size(p, ci->size, "free()");
-  memset(p, 0, ci->size);
-  ((block_word_t *)p)[1] = (uintptr_t)fe; /* the freed-block key */
-  hardened_held_t left;
-  int one = hardened_thread_quarantine_one(p, c, ci->size, &left);
-  if (likely(one >= 0)) {
-    if (one > 0) free_held(tc, left);
-    return true;
-  }
+/* hardened:true: block p of cached class c into the thread's quarantine, when not at
+ * most one block of a cached class leaves (out of line: its array is a large frame). */
+NOINLINE static void quarantine_many(tcache_t *tc, void *p, unsigned c) {
   hardened_held_t out[HARDENED_EVICT_MAX + 1];
   unsigned n = hardened_thread_quarantine((hardened_held_t){p, c, 0}, out);
   for (unsigned i = 0; i < n; i++) free_held(tc, out[i]);
-  return true;
 }
 
 NOINLINE static void free_general(void *p) {
@@ -266,10 +248,56 @@ NOINLINE static void free_general(void *p) {
   free_checked(p, e, c);
 }
 
-/* hardened:true: free's common case, else the general path. */
+/* hardened:true, free's common case once block p (class c, free-map entry fe) is
+ * checked: zeroed, keyed, into the thread's quarantine ring, and the block that leaves
+ * the ring onto its cache bin. Inline for blocks up to HARDENED_ZERO_INLINE_MAX, out of
+ * line (free_hardened_retire_large) above, so that the common path makes no call. */
+static inline __attribute__((always_inline)) void free_hardened_retire_cached(tcache_t *tc, const free_map_entry_t *fe,
+                                                                               void *p, unsigned c, size_t size) {
+  hardened_zero(p, size);
+  ((block_word_t *)p)[1] = (uintptr_t)fe; /* the freed-block key */
+  hardened_held_t left;
+  int one = hardened_thread_quarantine_one(p, c, size, &left);
+  if (likely(one == 0)) return;
+  if (unlikely(one < 0)) {
+    quarantine_many(tc, p, c);
+    return;
+  }
+  cache_bin_t *b = tcache_bin(tc, left.c); /* onto its cache bin, as free's fast path would push it */
+  if (likely(b->head != b->slots && b->capacity > 0)) *--b->head = left.p;
+  else free_held(tc, left);
+}
+
+NOINLINE static void free_hardened_retire_large(tcache_t *tc, const free_map_entry_t *fe, void *p, unsigned c) {
+  free_hardened_retire_cached(tc, fe, p, c, class_infos[c].size);
+}
+
+/* hardened:true: free's common case, a live block of a cached class freed by a thread
+ * with a cache: the checks of free_lookup_block and free_checked, with the free map's
+ * entry read once. Every other case (the general path then names the misuse, if it is
+ * one) to free_general. */
 NOINLINE static void free_hardened_path(void *p) {
-  if (likely(free_hardened_cached_fast(p))) return;
-  free_general(p);
+  tcache_t *tc = tls_thread.tcache;
+  uintptr_t a = (uintptr_t)p;
+  const free_map_entry_t *fe = free_map_lookup(a);
+  unsigned code = fe->cache_bin_offset / (unsigned)sizeof(cache_bin_t);
+  if (unlikely(tc == &tcache_empty || code == 0)) {
+    free_general(p);
+    return;
+  }
+  unsigned c = code - 1;
+  const class_info_t *ci = &class_infos[c];
+  if (unlikely(!magic_divides(ci->magic, free_map_block_offset(fe, a)) || ((block_word_t *)p)[1] == (uintptr_t)fe)) {
+    free_general(p);
+    return;
+  }
+  /* Intact canaries: the block was handed out (a slot never handed out, free in its
+   * slab, fails them), without a look at the slab's bitmap. Else the general path names
+   * the misuse: an invalid pointer, or an overflow. */
+  size_t n, size = ci->size;
+  if (unlikely(!hardened_trailer_intact(p, size, &n))) free_general(p);
+  else if (size > HARDENED_ZERO_INLINE_MAX) free_hardened_retire_large(tc, fe, p, c);
+  else free_hardened_retire_cached(tc, fe, p, c, size);
 }
 
 /* Hardened mode sends every call here (hardened.h): a test and a jump to its path. */

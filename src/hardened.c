@@ -5,6 +5,7 @@
  */
 #include "hardened.h"
 #include "hardened_bytes.h"
+#include "hardened_ring.h"
 
 #include <string.h>
 
@@ -60,13 +61,43 @@ void hardened_overflow(const void *p, const char *func) { fatal_pointer(func, "h
 
 /* ---------------------------------------------------------------- zero on free */
 
-void hardened_check_unused_words(void *p, size_t size, const char *func) {
-  heap_word_t *w = p;
-  for (size_t i = 0; i < size / sizeof(*w); i++) {
-    if (likely(w[i] == 0)) continue;
+/* The words of the 16 bytes at w (checked by hardened_check_unused_words). */
+static void check_unused_pair(heap_word_t *w, void *p, const char *func) {
+  for (unsigned i = 0; i < 2; i++) {
+    if (w[i] == 0) continue;
     /* A freed-block key left by an earlier free is the key of its own page. */
     if (w[i] != (uint64_t)(uintptr_t)free_map_lookup((uintptr_t)&w[i])) fatal_pointer(func, "write after free detected in block", p);
     w[i] = 0;
+  }
+}
+
+void hardened_check_unused_words(void *p, size_t size, const char *func) {
+  /* 64 bytes at a time, as the zero check: a block holding a few keys (left where
+   * earlier blocks of other sizes lay) is mostly zero. */
+  char *b = p;
+  size_t i = 0;
+  for (; i + 64 <= size; i += 64)
+    if (unlikely(!hardened_all_zero(b + i, 64)))
+      for (size_t j = 0; j < 64; j += 16) check_unused_pair((heap_word_t *)(b + i + j), p, func);
+  for (; i < size; i += 16) check_unused_pair((heap_word_t *)(b + i), p, func);
+}
+
+/* Whether the 64 bytes at p are zero (aligned to 16). */
+static bool chunk_zero(const void *p) {
+  const heap_vec_t *v = p;
+  heap_vec_t a = v[0] | v[1] | v[2] | v[3];
+  return (a[0] | a[1]) == 0;
+}
+
+void hardened_zero_written_pages(void *p, size_t size) {
+  char *b = p, *end = b + size;
+  while (b < end) {
+    char *next = (char *)align_up((uintptr_t)b + 1, PAGE);
+    if (next > end) next = end;
+    size_t len = (size_t)(next - b);
+    /* A written page is most often written at its start: then no pass to read it. */
+    if (!chunk_zero(b) || (len >= 64 && !chunk_zero(next - 64)) || !hardened_all_zero_large(b, len)) memset(b, 0, len);
+    b = next;
   }
 }
 
@@ -76,13 +107,21 @@ void hardened_scrub(void *p, size_t region, bool guarded) {
    * until the block leaves the quarantine (if the kernel refuses, they stay as they are).
    * (One mmap over them would do both, but costs more system time than the two calls,
    * and takes the address space's lock for writing where madvise takes it to read.) */
-  if (!guarded || !os_release_pages(p, region)) memset(p, 0, region);
-  if (guarded && region > PAGE) os_protect((char *)p + PAGE, region - PAGE, false);
+  if (hardened_freed_zeroed(region, guarded)) {
+    hardened_zero(p, region);
+    return;
+  }
+  if (!os_release_pages(p, region)) memset(p, 0, region);
+  os_protect((char *)p + PAGE, region - PAGE, false);
 }
 
 /* The first page of a guarded block (zero but for its key, which this clears) checked
  * naming func, and its other pages made accessible again. */
 static void guarded_reopen(void *p, size_t region, const char *func) {
+  if (hardened_freed_zeroed(region, true)) { /* zeroed, all accessible */
+    hardened_check_unused(p, region, func);
+    return;
+  }
   hardened_check_unused(p, PAGE, func);
   if (!os_protect((char *)p + PAGE, region - PAGE, true)) fatal_pointer(func, "cannot make a freed block accessible again at", p);
 }
@@ -136,7 +175,7 @@ static _Atomic int quarantine_state;
  * A block's cycle is then three calls instead of five (two stay at its free: its pages
  * given back and made inaccessible). Shared by all threads, under a lock; blocks up to 1 MiB
  * (system calls are much of their cost), the oldest kept making room for a new one. A
- * kept block holds its first page of memory and its address space; it still counts as
+ * kept block holds its first page of memory (all of it, when zeroed: hardened.h) and its address space; it still counts as
  * allocated in the statistics. */
 #define GUARDED_KEPT_SLOTS 64
 #define GUARDED_KEPT_MAX_PAGES 257 /* 1 MiB and its guard page */
@@ -156,6 +195,29 @@ static struct {
 
 static lock_t ring_pool_lock; /* the rings of threads gone (thread quarantine, below) */
 
+/* The threads' rings (hardened_ring.h). */
+INTERNAL __thread thread_ring_t *hardened_thread_ring __attribute__((tls_model("initial-exec")));
+static thread_ring_t *ring_pool; /* under ring_pool_lock */
+static unsigned live_rings;      /* under ring_pool_lock */
+
+/* A ring's resident bytes never drop below hardened_quarantine / RING_SHARE_MIN. */
+#define RING_SHARE_MIN 64
+INTERNAL _Atomic size_t hardened_ring_resident_limit;
+
+/* The rings' shared resident limit for this many live rings (hardened_ring.h). */
+static size_t ring_share(unsigned live) {
+  size_t q = opt_hardened_quarantine;
+  size_t share = live > QUARANTINE_SHARDS ? q / live : q / QUARANTINE_SHARDS;
+  return share < q / RING_SHARE_MIN ? q / RING_SHARE_MIN : share;
+}
+
+/* One ring more (delta +1) or less (-1), or none (0: the limit recomputed), under
+ * ring_pool_lock. */
+static void rings_count(int delta) {
+  live_rings += (unsigned)delta;
+  atomic_store_explicit(&hardened_ring_resident_limit, ring_share(live_rings), memory_order_relaxed);
+}
+
 static void quarantine_fork_prepare(void) {
   for (unsigned i = 0; i < QUARANTINE_SHARDS; i++) lock_fork_prepare(&shards[i].lock);
   lock_fork_prepare(&ring_pool_lock);
@@ -170,6 +232,9 @@ static void quarantine_fork_child(void) {
   for (unsigned i = 0; i < QUARANTINE_SHARDS; i++) lock_init(&shards[i].lock);
   lock_init(&ring_pool_lock);
   lock_init(&kept.lock);
+  /* The other threads are gone (their rings with them: their blocks stay allocated). */
+  live_rings = 0;
+  rings_count(hardened_thread_ring != NULL ? +1 : 0);
 }
 
 /* Sets the shards up, once; false while another thread (or this one, reentered) does,
@@ -229,22 +294,6 @@ unsigned hardened_quarantine(void *p, size_t size, size_t resident, void **out) 
 
 /* ---------------------------------------------------------------- the thread's quarantine */
 
-/* The blocks of threads that have a cache wait in a ring of their own, without a lock:
- * at most THREAD_RING_SLOTS blocks, and the bytes of a shard (resident and address
- * space, as there). */
-#define THREAD_RING_SLOTS 1024 /* a power of two */
-
-typedef struct thread_ring {
-  struct thread_ring *next_free; /* in the pool, once its thread is gone */
-  unsigned head, count;          /* the oldest entry, and how many there are */
-  size_t resident, size;         /* sums over the entries */
-  size_t resident_limit, size_limit;
-  hardened_held_t slots[THREAD_RING_SLOTS];
-} thread_ring_t;
-
-static __thread thread_ring_t *thread_ring __attribute__((tls_model("initial-exec")));
-static thread_ring_t *ring_pool; /* under ring_pool_lock */
-
 /* The calling thread's ring, from the pool, else new; NULL without memory. */
 static thread_ring_t *ring_new(void) {
   if (!quarantine_ready()) return NULL;
@@ -257,15 +306,21 @@ static thread_ring_t *ring_new(void) {
   r->next_free = NULL;
   r->head = r->count = 0;
   r->resident = r->size = 0;
-  r->resident_limit = opt_hardened_quarantine / QUARANTINE_SHARDS;
-  r->size_limit = r->resident_limit * QUARANTINE_ADDRESS_FACTOR;
-  return thread_ring = r;
+  r->size_limit = opt_hardened_quarantine / QUARANTINE_SHARDS * QUARANTINE_ADDRESS_FACTOR;
+  lock_acquire(&ring_pool_lock);
+  rings_count(+1);
+  lock_release(&ring_pool_lock);
+  return hardened_thread_ring = r;
 }
 
 /* A held block's bytes, and those of them resident while it waits (a large block's
  * pages are given back, but for the first). */
 static size_t held_size(hardened_held_t h) { return h.c == CODE_LARGE ? (size_t)h.npages * PAGE : class_infos[h.c].size; }
-static size_t held_resident(hardened_held_t h) { return h.c == CODE_LARGE ? PAGE : class_infos[h.c].size; }
+static size_t held_resident(hardened_held_t h) {
+  if (h.c != CODE_LARGE) return class_infos[h.c].size;
+  size_t region = hardened_region((size_t)h.npages * PAGE, true);
+  return hardened_freed_zeroed(region, true) ? region : PAGE;
+}
 
 static hardened_held_t ring_take_oldest(thread_ring_t *r) {
   hardened_held_t h = r->slots[r->head];
@@ -277,16 +332,17 @@ static hardened_held_t ring_take_oldest(thread_ring_t *r) {
 }
 
 unsigned hardened_thread_quarantine(hardened_held_t h, hardened_held_t *out) {
-  thread_ring_t *r = thread_ring;
+  thread_ring_t *r = hardened_thread_ring;
   if (unlikely(r == NULL)) r = ring_new();
   size_t size = held_size(h), resident = held_resident(h);
-  if (unlikely(r == NULL || resident > r->resident_limit || size > r->size_limit)) {
+  size_t resident_limit = ring_resident_limit();
+  if (unlikely(r == NULL || resident > resident_limit || size > r->size_limit)) {
     out[0] = h; /* cannot wait */
     return 1;
   }
   unsigned n = 0;
   /* The limits less h's bytes: the loop's test is then a count and two comparisons. */
-  size_t resident_max = r->resident_limit - resident, size_max = r->size_limit - size;
+  size_t resident_max = resident_limit - resident, size_max = r->size_limit - size;
   while (r->count == THREAD_RING_SLOTS || r->resident > resident_max || r->size > size_max) { /* ends: h alone fits an empty ring */
     if (n == HARDENED_EVICT_MAX) {
       out[n++] = h; /* more would have to leave */
@@ -301,45 +357,22 @@ unsigned hardened_thread_quarantine(hardened_held_t h, hardened_held_t *out) {
   return n;
 }
 
-int hardened_thread_quarantine_one(void *p, unsigned c, size_t size, hardened_held_t *out) {
-  thread_ring_t *r = thread_ring;
-  if (unlikely(r == NULL || size > r->resident_limit)) return -1; /* size_limit is larger */
-  size_t resident_max = r->resident_limit - size, size_max = r->size_limit - size;
-  if (likely(r->count < THREAD_RING_SLOTS && r->resident <= resident_max && r->size <= size_max)) {
-    r->slots[(r->head + r->count) & (THREAD_RING_SLOTS - 1)] = (hardened_held_t){p, c, 0};
-    r->count++;
-    r->resident += size;
-    r->size += size;
-    return 0;
-  }
-  /* The oldest leaves, if that makes room; its slot's place in the ring is taken over
-   * by the new tail. */
-  hardened_held_t *oldest = &r->slots[r->head];
-  size_t old_size = held_size(*oldest), old_resident = held_resident(*oldest);
-  if (unlikely(r->resident - old_resident > resident_max || r->size - old_size > size_max)) return -1;
-  *out = *oldest;
-  r->head = (r->head + 1) & (THREAD_RING_SLOTS - 1);
-  r->slots[(r->head + r->count - 1) & (THREAD_RING_SLOTS - 1)] = (hardened_held_t){p, c, 0};
-  r->resident = r->resident - old_resident + size;
-  r->size = r->size - old_size + size;
-  return 1;
-}
-
 bool hardened_thread_quarantine_take(hardened_held_t *out) {
-  thread_ring_t *r = thread_ring;
+  thread_ring_t *r = hardened_thread_ring;
   if (r == NULL || r->count == 0) return false;
   *out = ring_take_oldest(r);
   return true;
 }
 
 void hardened_thread_quarantine_release(void) {
-  thread_ring_t *r = thread_ring;
+  thread_ring_t *r = hardened_thread_ring;
   if (r == NULL) return;
   tessera_assert(r->count == 0);
-  thread_ring = NULL;
+  hardened_thread_ring = NULL;
   lock_acquire(&ring_pool_lock);
   r->next_free = ring_pool;
   ring_pool = r;
+  rings_count(-1);
   lock_release(&ring_pool_lock);
 }
 

@@ -47,6 +47,18 @@
  * or extents whose overflows the canaries catch, without two system calls a block. */
 static inline bool hardened_has_guard(size_t usable) { return opt_hardened && usable > TCACHE_MAX_LIMIT; }
 
+/* Guarded blocks whose region is at most this many bytes (the smallest guarded ones: 9
+ * pages, requests of 32 KiB - 4 to 36 KiB - 5, such as the 32 KiB requests the canary
+ * pushes past the cached classes) are zeroed when freed and checked when reused, as the
+ * cached classes' blocks are, instead of having their pages given back and made
+ * inaccessible: no system call while they go through the quarantine and the kept blocks
+ * (their guard page stays in place). */
+#define HARDENED_ZEROED_GUARDED_MAX (TCACHE_MAX_LIMIT + PAGE)
+
+/* Whether a freed block with this region is zeroed (and checked when reused) rather
+ * than given back to the OS and made inaccessible. */
+static inline bool hardened_freed_zeroed(size_t region, bool guarded) { return !guarded || region <= HARDENED_ZEROED_GUARDED_MAX; }
+
 /* The region of a block of block_size bytes (a guarded block's last page is its guard). */
 static inline size_t hardened_region(size_t block_size, bool guarded) { return guarded ? block_size - PAGE : block_size; }
 
@@ -62,11 +74,13 @@ static inline size_t hardened_request(size_t n, size_t align) {
 uint64_t hardened_random(void);
 
 /* The trailer, the canary bytes and the unused-block check: hardened_bytes.h. */
-/* Zeroes a freed block's region (a guarded block's pages are given back instead, and
- * all but its first page made inaccessible while it waits in the quarantine). */
+/* Zeroes a freed block's region (a guarded block's pages above
+ * HARDENED_ZEROED_GUARDED_MAX are given back instead, and all but its first page made
+ * inaccessible while it waits in the quarantine). */
 void hardened_scrub(void *p, size_t region, bool guarded);
 /* A block leaving the quarantine: a guarded one's first page is checked to be unused (a
- * write after free aborts naming free) and the rest made accessible again. */
+ * write after free aborts naming free) and the rest made accessible again (all of it
+ * checked, when it was zeroed: hardened_freed_zeroed). */
 void hardened_unscrub(void *p, size_t region, bool guarded);
 
 /* A guarded block (npages pages, its guard page included) leaving the quarantine: kept
@@ -102,10 +116,7 @@ typedef struct hardened_held {
  * first; h itself when it cannot wait) and returns how many (at most
  * HARDENED_EVICT_MAX + 1). */
 unsigned hardened_thread_quarantine(hardened_held_t h, hardened_held_t *out);
-/* hardened_thread_quarantine for a block of cached class c (size bytes), when at most
- * one block leaves for it: 0 (none left), 1 (*out left), or -1 when the general function
- * must be called instead (nothing was done: no ring yet, or more would have to leave). */
-int hardened_thread_quarantine_one(void *p, unsigned c, size_t size, hardened_held_t *out);
+/* Its common case, inline: hardened_ring.h. */
 /* Takes the oldest block out of the calling thread's quarantine; false when it is
  * empty. Then hardened_thread_quarantine_release gives the ring back (the thread exits
  * or drops its cache). */

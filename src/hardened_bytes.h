@@ -35,12 +35,18 @@ _Noreturn void hardened_overflow(const void *p, const char *func);
  * freed-block keys, aborts naming func on any other word. */
 void hardened_check_unused_words(void *p, size_t size, const char *func);
 
-/* The block's canary word: the secret mixed with the block's address. */
+/* The canary word of the block at p under secret s: the two mixed. */
+static inline uint64_t canary_word_of(uint64_t s, const void *p) {
+  s ^= (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull;
+  return s ^ (s >> 29);
+}
+
+/* The block's canary word, the secret drawn if it was not yet (a block is being handed
+ * out: every trailer is written through here). */
 static inline uint64_t hardened_canary_word(const void *p) {
   uint64_t s = atomic_load_explicit(&hardened_secret, memory_order_relaxed);
   if (unlikely(s == 0)) s = hardened_secret_init();
-  s ^= (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull;
-  return s ^ (s >> 29);
+  return canary_word_of(s, p);
 }
 
 /* How many canary bytes follow a request of n in a region. */
@@ -94,43 +100,113 @@ static inline void hardened_write_trailer(void *p, size_t region, size_t n) {
   *(heap_u32_t *)(b + region - HARDENED_TRAILER) = (uint32_t)(region - n) ^ (uint32_t)(w >> 32);
 }
 
+/* Whether the block's trailer and canary bytes are as hardened_write_trailer left them;
+ * then *n is the size it was asked for. A block never handed out (all zero, or holding
+ * freed-block keys) fails: its canary bytes would be zero, and they never are. So does
+ * every block while the secret is not drawn: no trailer was written yet (and no call
+ * here, which would make free's common path save registers). */
+static inline bool hardened_trailer_intact(const void *p, size_t region, size_t *n) {
+  uint64_t s = atomic_load_explicit(&hardened_secret, memory_order_relaxed);
+  if (unlikely(s == 0)) return false;
+  uint64_t w = canary_word_of(s, p);
+  const uint8_t *b = p;
+  size_t slack = *(const heap_u32_t *)(b + region - HARDENED_TRAILER) ^ (uint32_t)(w >> 32);
+  if (unlikely(slack < HARDENED_EXTRA || slack > region)) return false;
+  *n = region - slack;
+  return canary_intact(b + *n, w | 0x0101010101010101ull, hardened_canary_length(region, *n));
+}
+
 /* The n the block was asked for; aborts naming func when its trailer or canary bytes
  * were overwritten ("heap overflow detected after block"). */
 static inline size_t hardened_checked_size(const void *p, size_t region, const char *func) {
-  uint64_t w = hardened_canary_word(p);
-  const uint8_t *b = p;
-  size_t slack = *(const heap_u32_t *)(b + region - HARDENED_TRAILER) ^ (uint32_t)(w >> 32);
-  if (unlikely(slack < HARDENED_EXTRA || slack > region)) hardened_overflow(p, func);
-  size_t n = region - slack;
-  if (unlikely(!canary_intact(b + n, w | 0x0101010101010101ull, hardened_canary_length(region, n)))) hardened_overflow(p, func);
+  size_t n;
+  if (unlikely(!hardened_trailer_intact(p, region, &n))) hardened_overflow(p, func);
   return n;
 }
 
-/* Whether size bytes at p (both multiples of 16) are all zero: 64 bytes an iteration,
- * ORed into 16-byte vectors (the compiler's vector extension: SSE2 on x86-64); the
- * last 16 to 48 bytes by three overlapping loads (ORing a vector twice changes nothing). */
-static inline bool hardened_all_zero(const void *p, size_t size) {
+/* Whether size bytes at p (both multiples of 16) are all zero, ORed into 16-byte vectors
+ * (the compiler's vector extension: SSE2 on x86-64). Up to 256 bytes without a loop: the
+ * first and the last 1, 2, 4 or 8 vectors, overlapping (ORing a vector twice changes
+ * nothing); above, 64 bytes an iteration, the last 16 to 48 bytes by three overlapping
+ * loads. */
+static inline __attribute__((always_inline)) bool hardened_all_zero(const void *p, size_t size) {
   tessera_assert(((uintptr_t)p | size) % 16 == 0 && size > 0);
-  const heap_vec_t *v = p;
-  heap_vec_t a = {0, 0}, b = {0, 0};
-  size_t n = size / 16, i = 0;
-  for (; i + 4 <= n; i += 4) {
-    a |= v[i] | v[i + 2];
-    b |= v[i + 1] | v[i + 3];
+  const heap_vec_t *v = p, *e = v + size / 16;
+  heap_vec_t a, b;
+  if (size <= 32) {
+    a = v[0] | e[-1];
+  } else if (size <= 64) {
+    a = v[0] | v[1];
+    b = e[-2] | e[-1];
+    a |= b;
+  } else if (size <= 128) {
+    a = (v[0] | v[1]) | (v[2] | v[3]);
+    b = (e[-4] | e[-3]) | (e[-2] | e[-1]);
+    a |= b;
+  } else if (size <= 256) {
+    a = ((v[0] | v[1]) | (v[2] | v[3])) | ((v[4] | v[5]) | (v[6] | v[7]));
+    b = ((e[-8] | e[-7]) | (e[-6] | e[-5])) | ((e[-4] | e[-3]) | (e[-2] | e[-1]));
+    a |= b;
+  } else {
+    a = (heap_vec_t){0, 0}, b = (heap_vec_t){0, 0};
+    size_t n = size / 16, i = 0;
+    for (; i + 4 <= n; i += 4) {
+      a |= v[i] | v[i + 2];
+      b |= v[i + 1] | v[i + 3];
+    }
+    if (i < n) { /* 1 to 3 vectors left: the first, the middle and the last of them */
+      a |= v[i] | v[n - 1];
+      b |= v[(i + n - 1) / 2];
+    }
+    a |= b;
   }
-  if (i < n) { /* 1 to 3 vectors left: the first, the middle and the last of them */
-    a |= v[i] | v[n - 1];
-    b |= v[(i + n - 1) / 2];
-  }
-  a |= b;
   return (a[0] | a[1]) == 0;
 }
+
+/* hardened_zero of a block above a KiB (hardened.c): page by page, only the pages not
+ * zero already, so that pages the program never wrote stay untouched (not resident). */
+void hardened_zero_written_pages(void *p, size_t size);
+
+/* Zeroes size bytes at p (both multiples of 16): up to 256 bytes, the first and the last
+ * 1, 2, 4 or 8 16-byte vectors, overlapping; memset above 256 bytes; above a KiB, only
+ * the pages not zero already. */
+static inline __attribute__((always_inline)) void hardened_zero(void *p, size_t size) {
+  tessera_assert(((uintptr_t)p | size) % 16 == 0 && size > 0);
+  if (size > 1024) {
+    hardened_zero_written_pages(p, size);
+    return;
+  }
+  if (size > 256) { /* memset's 32-byte stores: fewer instructions than the loop, with the call */
+    __builtin_memset(p, 0, size);
+    return;
+  }
+  heap_vec_t *v = p, *e = v + size / 16, z = {0, 0};
+  if (size <= 32) {
+    v[0] = e[-1] = z;
+  } else if (size <= 64) {
+    v[0] = v[1] = e[-2] = e[-1] = z;
+  } else if (size <= 128) {
+    v[0] = v[1] = v[2] = v[3] = z;
+    e[-4] = e[-3] = e[-2] = e[-1] = z;
+  } else {
+    v[0] = v[1] = v[2] = v[3] = v[4] = v[5] = v[6] = v[7] = z;
+    e[-8] = e[-7] = e[-6] = e[-5] = e[-4] = e[-3] = e[-2] = e[-1] = z;
+  }
+}
+
+/* Blocks up to this size are checked and zeroed by the inline loops above; larger ones
+ * by hardened_all_zero_large (32-byte vectors where the processor has them) and memset. */
+#define HARDENED_ZERO_INLINE_MAX 256
+
+/* hardened_all_zero for size above HARDENED_ZERO_INLINE_MAX: hardened_zero_check.c. */
+bool hardened_all_zero_large(const void *p, size_t size);
 
 /* Aborts naming func if a slab block about to be handed out was written after it was
  * freed (a word neither zero nor a freed-block key); clears the keys: the block is then
  * all zero. */
 static inline void hardened_check_unused(void *p, size_t size, const char *func) {
-  if (unlikely(!hardened_all_zero(p, size))) hardened_check_unused_words(p, size, func);
+  bool zero = size <= HARDENED_ZERO_INLINE_MAX ? hardened_all_zero(p, size) : hardened_all_zero_large(p, size);
+  if (unlikely(!zero)) hardened_check_unused_words(p, size, func);
 }
 
 #endif

@@ -46,12 +46,12 @@ static bool resize_large(extent_t *e, size_t old_usable, size_t new_usable) {
 static void *realloc_hardened(void *p, size_t size) {
   unsigned c;
   extent_t *e = free_lookup_block(p, "realloc()", &c, true); /* a misuse is named realloc's */
-  size_t old_size = tessera_usable_size_internal(p, "realloc()");
+  size_t region = free_hardened_region(e, c);
+  size_t old_size = hardened_checked_size(p, region, "realloc()"); /* checked above: the size */
   if (unlikely(size > (size_t)PTRDIFF_MAX)) {
     errno = ENOMEM;
     return NULL;
   }
-  size_t region = free_hardened_region(e, c);
   size_t block = c == CODE_LARGE ? e->npages * PAGE : class_infos[c].size;
   if (alloc_hardened_block_size(size, QUANTUM) == block && size + HARDENED_EXTRA <= region) {
     hardened_write_trailer(p, region, size);

@@ -225,6 +225,21 @@ static void *written_after_free_large(void) {
   copy[100] = 'x';
   return copy;
 }
+/* A block of 32 KiB (guarded, 9 pages: zeroed when freed, not made inaccessible)
+ * written after free: caught when it is handed out again. */
+static void *written_after_free_32k(void) {
+  char *p = malloc(32768);
+  TT_CHECK(p != NULL);
+  memset(p, 1, 32768);
+  char *copy = launder(p);
+  free(p);
+  copy[20000] = 'x';
+  return copy;
+}
+static void misuse_reuse_32k(void *p) {
+  (void)p;
+  for (int i = 0; i < 1000; i++) free(malloc(32768)); /* through the quarantine */
+}
 static void misuse_reuse_64(void *p) {
   (void)p;
   for (int i = 0; i < 20000; i++) free(malloc(64)); /* through the quarantine */
@@ -277,6 +292,8 @@ static const misuse_case cases[] = {
      overflow_small_8, misuse_usable_size, NULL},
     {"write_after_free_small", "tessera: malloc(): write after free detected in block 0x", written_after_free,
      misuse_reuse_64, NULL},
+    {"write_after_free_32k", "tessera: malloc(): write after free detected in block 0x", written_after_free_32k,
+     misuse_reuse_32k, NULL},
     {"write_after_free_large", "tessera: free(): write after free detected in block 0x",
      written_after_free_large, misuse_reuse_64, NULL},
 };
