@@ -44,6 +44,8 @@ void arena_init(arena_t *a, unsigned index) {
   atomic_store(&a->dirty_decay_ms, dirty_ms);
   atomic_store(&a->muzzy_decay_ms, muzzy_ms);
   uint64_t now = os_now_ns();
+  a->refault_window_start_ns = now;
+  a->refaults_costly = true; /* until a window of the program's own says otherwise */
   decay_start(&a->dirty_decay, dirty_ms, now);
   decay_start(&a->muzzy_decay, muzzy_ms, now);
   extent_share_arena(a);

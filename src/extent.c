@@ -390,6 +390,7 @@ static void note_reuse(arena_t *a, unsigned from, size_t npages) {
     a->reused_released_pages += released;
     a->retained_released_pages -= released;
     a->refault_slack += released;
+    a->refault_window_pages += released;
   }
 }
 

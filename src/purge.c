@@ -29,10 +29,30 @@ _Atomic bool purge_background_active;
  * steps); one whose freed pages stay unused keeps the base. */
 static size_t dirty_slack(const arena_t *a) {
   size_t extra = a->refault_slack < a->active_peak_pages / 2 ? a->refault_slack : a->active_peak_pages / 2;
+  if (!a->refaults_costly) extra = 0;
   size_t base = a->active_peak_pages / 4;
   if (base < DIRTY_SLACK_FLOOR_PAGES) base = DIRTY_SLACK_FLOOR_PAGES;
   if (base > DIRTY_SLACK_MAX_PAGES) base = DIRTY_SLACK_MAX_PAGES;
   return base + extra;
+}
+
+/*
+ * The refaults grow the slack only while they cost time: at least
+ * REFAULT_COSTLY_PAGES_PER_S released pages taken back per second (a page fault costs
+ * about a microsecond: 2% of a CPU), measured over windows of REFAULT_WINDOW_NS. A
+ * program whose threads come and go with a few blocks of up to 1 MiB refaulted 6,600
+ * pages a second and kept 3.6 MiB more for them (17.3 MiB, glibc 10.5), which saved
+ * 0.6% of its time; a program cycling blocks of 5-25 MiB refaults 300,000 a second
+ * without the slack, and runs 2.4x slower.
+ */
+#define REFAULT_WINDOW_NS ((uint64_t)100 * 1000 * 1000)
+#define REFAULT_COSTLY_PAGES_PER_S 20000u
+static void refault_rate_update(arena_t *a, uint64_t now) {
+  uint64_t elapsed = now - a->refault_window_start_ns;
+  if (now < a->refault_window_start_ns || elapsed < REFAULT_WINDOW_NS) return;
+  a->refaults_costly = (double)a->refault_window_pages * 1e9 >= (double)REFAULT_COSTLY_PAGES_PER_S * (double)elapsed;
+  a->refault_window_start_ns = now;
+  a->refault_window_pages = 0;
 }
 
 /*
@@ -65,6 +85,7 @@ size_t purge_decay_locked(arena_t *a, uint64_t now, uint64_t deadline) {
   unsigned next = muzzy_ms != 0 ? EXTENT_MUZZY : EXTENT_RETAINED;
   size_t moved = 0;
   uint64_t epoch_before = a->dirty_decay.epoch_start_ns;
+  refault_rate_update(a, now);
   decay_advance(&a->dirty_decay, dirty_ms, now, a->dirty.npages + a->stash_pages);
   size_t keep = decay_limit(&a->dirty_decay);
   size_t cap = dirty_cap(a, dirty_ms, epoch_before);

@@ -211,6 +211,10 @@ typedef struct arena {
   /* Released pages the program needed again soon (taken back from the retained set),
    * decaying over dirty_decay_ms: the dirty cap's slack grows by them (purge.c). */
   size_t refault_slack;
+  /* Whether those refaults cost time (purge.c): released pages taken back per window. */
+  uint64_t refault_window_start_ns;
+  size_t refault_window_pages;
+  bool refaults_costly;
   /* arena_exclusive: made for one thread by name; owner is that thread's marker while it
    * lives (0: free for the next matching thread). */
   bool exclusive;
