@@ -10,6 +10,7 @@
 #include "config.h"
 #include "decay.h"
 #include "extent.h"
+#include "fatal.h"
 #include "free_map.h"
 #include "hardened.h"
 #include "lock.h"
@@ -250,7 +251,7 @@ static extent_t *large_extent(arena_t *a, size_t usable, size_t align, bool *zer
   return e;
 }
 
-static void arena_free_large_unguarded(arena_t *a, extent_t *e);
+static void arena_free_large_unguarded(arena_t *a, extent_t *e, bool moved);
 
 void *arena_malloc_large(arena_t *a, size_t size, size_t align, bool zero) {
   tessera_assert(align >= PAGE && (align & (align - 1)) == 0);
@@ -266,13 +267,14 @@ void *arena_malloc_large(arena_t *a, size_t size, size_t align, bool zero) {
   if (e == NULL) return NULL;
   if (zero && !zeroed) memset((void *)e->addr, 0, usable);
   if (unlikely(guarded) && !hardened_guard((void *)(e->addr + usable - PAGE))) {
-    arena_free_large_unguarded(a, e); /* the kernel refused (too many mappings): out of memory */
+    arena_free_large_unguarded(a, e, false); /* the kernel refused (too many mappings): out of memory */
     return NULL;
   }
   return (void *)e->addr;
 }
 
-static void arena_free_large_unguarded(arena_t *a, extent_t *e) {
+/* moved: e's pages were moved away (arena_realloc_large_moving). */
+static void arena_free_large_unguarded(arena_t *a, extent_t *e, bool moved) {
   tessera_assert(e->arena == a && e->state == EXTENT_LARGE);
   lock_acquire(&a->extent_lock);
   tessera_assert(a->large_allocated >= e->npages * PAGE);
@@ -281,14 +283,42 @@ static void arena_free_large_unguarded(arena_t *a, extent_t *e) {
   unsigned j = large_class_index(e->npages * PAGE);
   a->lextent_ndalloc[j]++;
   a->lextent_cur[j]--;
-  extent_free(a, e);
+  if (moved) extent_free_moved(a, e);
+  else extent_free(a, e);
   purge_tick(a);
   lock_release(&a->extent_lock);
 }
 
 void arena_free_large(arena_t *a, extent_t *e) {
   if (unlikely(hardened_has_guard(e->npages * PAGE - PAGE))) hardened_unguard((void *)(e->addr + e->npages * PAGE - PAGE));
-  arena_free_large_unguarded(a, e);
+  arena_free_large_unguarded(a, e, false);
+}
+
+/* Off for good once the kernel turns out not to move pages (before Linux 5.7; valgrind). */
+static _Atomic bool move_unsupported;
+
+void *arena_realloc_large_moving(arena_t *a, extent_t *e, size_t new_usable) {
+  tessera_assert(!opt_hardened && e->state == EXTENT_LARGE && new_usable > e->npages * PAGE);
+  bool zeroed;
+  extent_t *f = large_extent(a, new_usable, PAGE, &zeroed);
+  if (unlikely(f == NULL) && arena_handle_oom(new_usable)) f = large_extent(a, new_usable, PAGE, &zeroed);
+  if (f == NULL) return NULL;
+  void *q = (void *)f->addr;
+  size_t old = e->npages * PAGE;
+  /* Only onto pages that are not resident: the move would throw resident free pages away
+   * (the kernel unmaps the destination), to be faulted in again by whatever takes the
+   * old block's pages next; onto resident ones a copy faults nothing. */
+  os_move_result_t moved = OS_MOVE_UNSUPPORTED;
+  if (zeroed && !atomic_load_explicit(&move_unsupported, memory_order_relaxed)) moved = os_move_pages((void *)e->addr, q, old);
+  if (moved == OS_MOVE_LOST) fatal("realloc(): lost the mapping of a new block while moving the old one's pages (mremap)");
+  if (moved == OS_MOVED) {
+    arena_free_large_unguarded(e->arena, e, true);
+    return q;
+  }
+  if (moved == OS_MOVE_UNSUPPORTED && zeroed) atomic_store_explicit(&move_unsupported, true, memory_order_relaxed);
+  memcpy(q, (void *)e->addr, old);
+  arena_free_large(e->arena, e);
+  return q;
 }
 
 bool arena_resize_large_in_place(arena_t *a, extent_t *e, size_t new_usable) {

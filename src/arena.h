@@ -60,6 +60,14 @@ bool arena_handle_oom(size_t request);
 /* A large block of at least size bytes, aligned to align (>= PAGE, power of two). */
 void *arena_malloc_large(arena_t *a, size_t size, size_t align, bool zero);
 void arena_free_large(arena_t *a, extent_t *e);
+/*
+ * realloc of large block e (of any arena) to new_usable bytes, more than it has, where
+ * it cannot grow in place: a new block from arena a whose first pages are e's, moved by
+ * the kernel instead of copied (os_move_pages: no copy, no page fault, and never both
+ * copies resident), e's addresses becoming released pages; copied where the kernel
+ * cannot move them. NULL if no memory (e untouched). Not in hardened mode.
+ */
+void *arena_realloc_large_moving(arena_t *a, extent_t *e, size_t new_usable);
 /* Resizes a large block in place to new_usable bytes if possible. */
 bool arena_resize_large_in_place(arena_t *a, extent_t *e, size_t new_usable);
 /* Frees one small region without a thread cache (locks its bin). */

@@ -633,6 +633,14 @@ void extent_free(arena_t *a, extent_t *e) {
   }
 }
 
+void extent_free_moved(arena_t *a, extent_t *e) {
+  lock_assert_held(&a->extent_lock);
+  tessera_assert(e->arena == a && e->state == EXTENT_LARGE && a->active_pages >= e->npages);
+  a->active_pages -= e->npages;
+  free_map_clear_block(e->addr, e->npages, false);
+  insert_free_bounds(a, e, EXTENT_RETAINED, true); /* not counted as released by decay */
+}
+
 void extent_free_stashed_slab(arena_t *a, extent_t *e) {
   lock_assert_held(&a->extent_lock);
   tessera_assert(e->arena == a && e->state == EXTENT_SLAB);

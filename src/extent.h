@@ -66,6 +66,9 @@ extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_sta
                        unsigned code, bool *zeroed);
 /* Returns an active extent's pages to the dirty set (coalescing), clearing its entries. */
 void extent_free(arena_t *a, extent_t *e);
+/* extent_free for a large block whose pages were moved away (os_move_pages): they read
+ * as zero, so the extent joins the retained set. */
+void extent_free_moved(arena_t *a, extent_t *e);
 /* extent_free for an empty slab from the arena's slab stash (arena.c), whose pages are
  * already counted as free: not active, and noted for decay when they were stashed. */
 void extent_free_stashed_slab(arena_t *a, extent_t *e);

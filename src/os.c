@@ -41,6 +41,13 @@ void *os_map_at(void *addr, size_t size, bool *occupied) {
   return p;
 }
 
+bool os_map_over(void *addr, size_t size) {
+  int saved = errno;
+  void *p = mmap(addr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  errno = saved;
+  return p == addr;
+}
+
 void os_unmap(void *addr, size_t size) {
   int saved = errno;
   munmap(addr, size);
@@ -52,6 +59,25 @@ bool os_release_pages(void *addr, size_t size) {
   bool ok = madvise(addr, size, MADV_DONTNEED) == 0;
   errno = saved;
   return ok;
+}
+
+/* mremap's flag (Linux 5.7) for headers that predate it. */
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
+
+os_move_result_t os_move_pages(void *from, void *to, size_t size) {
+  int saved = errno;
+  void *p = mremap(from, size, size, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, to);
+  int error = errno;
+  errno = saved;
+  if (p == to) return OS_MOVED;
+  /* The kernel may have unmapped the destination before it failed (a source spanning
+   * two mappings is found only then): map it again, over whatever is left of it (its
+   * contents are about to be written: nothing is lost). */
+  bool occupied = false;
+  if (os_map_at(to, size, &occupied) != to && !os_map_over(to, size)) return OS_MOVE_LOST;
+  return error == EINVAL || error == ENOSYS ? OS_MOVE_UNSUPPORTED : OS_MOVE_FAILED;
 }
 
 bool os_protect(void *addr, size_t size, bool accessible) {

@@ -18,6 +18,9 @@ void *os_map(size_t size);
 /* os_map at exactly addr (page aligned); NULL if anything is mapped there already
  * (*occupied set) or the OS refuses. */
 void *os_map_at(void *addr, size_t size, bool *occupied);
+/* Fresh zero pages at exactly addr (page aligned), replacing whatever was mapped there
+ * (only for ranges whose contents do not matter); false if the OS refuses. */
+bool os_map_over(void *addr, size_t size);
 /* Gives size bytes at addr (page aligned) back to the OS: the range is unmapped. */
 void os_unmap(void *addr, size_t size);
 /* Releases the pages of a range but keeps the address range: the next touch reads
@@ -30,6 +33,16 @@ bool os_lazy_free_pages(void *addr, size_t size);
 /* Makes a range (page aligned) inaccessible (PROT_NONE), or readable and writable
  * again. Returns false if the kernel refused (too many mappings). */
 bool os_protect(void *addr, size_t size, bool accessible);
+
+/* Moves the pages of [from, from + size) to [to, to + size) (page aligned, both in
+ * private anonymous mappings, nothing to keep at to) by moving their page-table entries:
+ * no copy, no page fault; from then reads as zero, like released pages (mremap with
+ * MREMAP_DONTUNMAP, Linux 5.7). OS_MOVE_UNSUPPORTED: the kernel has no such move;
+ * OS_MOVE_FAILED: not this time (from spans two mappings, a mapping limit); either way
+ * nothing moved, from is as before and to holds zero pages. OS_MOVE_LOST: the move
+ * failed after the kernel unmapped the destination, which could not be mapped again. */
+typedef enum { OS_MOVED, OS_MOVE_UNSUPPORTED, OS_MOVE_FAILED, OS_MOVE_LOST } os_move_result_t;
+os_move_result_t os_move_pages(void *from, void *to, size_t size);
 /* Makes a range (page aligned) read-only again (got_patch.c: a RELRO page it wrote). */
 bool os_protect_readonly(void *addr, size_t size);
 /* Fills buf with n random bytes from the kernel (getrandom); false if it refused. */

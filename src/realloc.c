@@ -33,12 +33,32 @@ static bool fits_cached_class(const void *p, size_t size) {
          !block_has_freed_key(p); /* a freed block: the slow path names the misuse */
 }
 
+/* Large blocks of at least this size that must move are moved by the kernel rather
+ * than copied (arena_realloc_large_moving): each move is a system call and leaves the
+ * block a mapping of its own, worth it from a few dozen pages (glibc moves its own
+ * mmapped chunks, from 128 KiB, with mremap too). */
+#define REALLOC_MOVE_MIN ((size_t)256 << 10)
+
 /* Resizes the large block e in place to new_usable bytes, counting the change. */
 static bool resize_large(extent_t *e, size_t old_usable, size_t new_usable) {
   if (!arena_resize_large_in_place(e->arena, e, new_usable)) return false;
   tls_thread.allocated += new_usable;
   tls_thread.deallocated += old_usable;
   return true;
+}
+
+/* A large block that grows elsewhere, its pages moved (arena.h); NULL with ENOMEM. The
+ * profiler is off (with prof:true the new block goes through malloc, to be sampled), and
+ * so are the debug fills (junk:true fills the old block, zero:true the new pages). */
+static void *realloc_moving(extent_t *e, size_t old_usable, size_t new_usable) {
+  void *q = arena_realloc_large_moving(current_arena(tcache_get()), e, new_usable);
+  if (q == NULL) {
+    errno = ENOMEM; /* p is untouched */
+    return NULL;
+  }
+  tls_thread.allocated += new_usable;
+  tls_thread.deallocated += old_usable;
+  return q;
 }
 
 /* hardened:true: the block stays where malloc(size) would give a block of its size (its
@@ -88,6 +108,8 @@ TESSERA_EXPORT PROF_API_ENTRY void *realloc(void *p, size_t size) {
     if (new_usable == old_usable) return p;
     /* A sampled block keeps its extent: allocate, copy, free (the profiler sees both). */
     if (new_usable != 0 && !e->sampled && resize_large(e, old_usable, new_usable)) return p;
+    if (new_usable > old_usable && old_usable >= REALLOC_MOVE_MIN && !e->sampled && !opt_prof && !opt_junk && !opt_zero)
+      return realloc_moving(e, old_usable, new_usable);
   }
   void *q = tessera_malloc_internal(size);
   if (q == NULL) return NULL; /* errno is ENOMEM; p is untouched */

@@ -3,11 +3,14 @@
  * api.realloc: realloc(NULL, n) acts as malloc; content is preserved when growing and
  * shrinking across every size-class boundary from 1 B to 4 MiB; a realloc that stays within
  * the block's usable size returns the same pointer; large blocks grow and shrink; aligned
- * blocks can be reallocated; reallocarray multiplies.
+ * blocks can be reallocated; reallocarray multiplies; a large block that cannot grow in
+ * place moves with its content, its pages moved rather than copied (so its old pages are
+ * no longer resident).
  */
 #include "tt.h"
 
 #include <malloc.h>
+#include <sys/mman.h>
 
 /*
  * The sizes to step through: every size up to 1 KiB, then the boundaries of four classes
@@ -151,6 +154,44 @@ static void test_large(void) {
   free(p);
 }
 
+/* Resident pages of [p, p + size), by mincore. */
+static size_t resident_pages(const void *p, size_t size) {
+  static unsigned char vec[4096];
+  TT_CHECK(size / 4096 <= sizeof vec && mincore((void *)p, size, vec) == 0);
+  size_t n = 0;
+  for (size_t i = 0; i < size / 4096; i++) n += vec[i] & 1;
+  return n;
+}
+
+/* Two adjacent large blocks: the lower one cannot grow in place, so realloc moves it, in
+ * a process whose free memory is still fresh (run first): the kernel moves its pages
+ * (its old addresses then hold no resident page), its content comes along, the live
+ * block above it is untouched, and every byte of the new block is usable. */
+static void test_large_moves(void) {
+  const size_t size = (size_t)1 << 20, bigger = (size_t)16 << 20;
+  unsigned char *a = malloc(size), *b = malloc(size);
+  TT_CHECK(a != NULL && b != NULL);
+  unsigned char *low = a < b ? a : b, *high = a < b ? b : a;
+  TT_CHECKF(high == low + size, "adjacent large blocks expected (%p, %p)", (void *)low, (void *)high);
+  uint64_t seed_low = tt_pattern_seed(low, 21), seed_high = tt_pattern_seed(high, 22);
+  tt_fill(low, size, seed_low);
+  tt_fill(high, size, seed_high);
+  unsigned char *q = realloc(low, bigger);
+  TT_CHECK(q != NULL && q != low);
+  TT_VERIFY(q, size, seed_low, "moved block");
+  TT_VERIFY(high, size, seed_high, "the block next to the moved one");
+  TT_CHECKF(resident_pages(low, size) == 0, "the old block's pages were moved, not copied (%zu still resident)",
+            resident_pages(low, size));
+  memset(q + size, 0x5a, bigger - size);
+  TT_CHECK(q[bigger - 1] == 0x5a && malloc_usable_size(q) >= bigger);
+  unsigned char *r = realloc(q, 2 * bigger); /* and again, from wherever it is now */
+  TT_CHECK(r != NULL);
+  TT_VERIFY(r, size, seed_low, "moved twice");
+  TT_CHECK(r[bigger - 1] == 0x5a);
+  free(r);
+  free(high);
+}
+
 /* Blocks from the aligned functions are ordinary blocks for realloc and free. */
 static void test_aligned_then_realloc(void) {
   for (int shift = 4; shift <= 22; shift += 2) {
@@ -185,6 +226,7 @@ static void test_reallocarray(void) {
 
 int main(void) {
   tt_require_tessera();
+  test_large_moves(); /* first: its new block must come from fresh memory */
   test_preserve_across_classes();
   test_random_jumps();
   test_same_pointer_within_usable();

@@ -73,6 +73,17 @@ static void *freed_large(void) {
   free(p);
   return copy;
 }
+/* A large block that realloc moved elsewhere (its pages moved by the kernel, or copied):
+ * the old pointer is a freed block. */
+static void *moved_by_realloc(void) {
+  unsigned char *p = malloc((size_t)1 << 20), *wall = malloc((size_t)1 << 20);
+  memset(p, 1, (size_t)1 << 20);
+  void *copy = launder(p);
+  unsigned char *q = realloc(p < wall ? p : wall, (size_t)16 << 20); /* the lower one cannot grow in place */
+  if (q == NULL) abort();
+  if (p > wall) copy = launder(wall); /* the block realloc moved */
+  return copy;
+}
 static void *freed_medium(void) {
   void *p = malloc(100000);
   void *copy = launder(p);
@@ -263,6 +274,7 @@ static const misuse_case cases[] = {
     {"double_free_small", DOUBLE_FREE, freed_small, misuse_free, NULL},
     {"double_free_medium", DOUBLE_FREE, freed_medium, misuse_free, NULL},
     {"double_free_large", DOUBLE_FREE, freed_large, misuse_free, NULL},
+    {"double_free_moved_by_realloc", DOUBLE_FREE, moved_by_realloc, misuse_free, NULL},
     {"double_free_empty_slab", DOUBLE_FREE, freed_in_empty_slab, misuse_free, NULL},
     {"realloc_stack", REALLOC_INVALID, stack_pointer, misuse_realloc, NULL},
     {"realloc_middle_small", REALLOC_INVALID, middle_of_small, misuse_realloc, NULL},
