@@ -192,9 +192,12 @@ NOINLINE PROF_API_ENTRY static void *malloc_profiled(size_t size) {
   return malloc_profiled_slow(size);
 }
 
+static void hardened_entries_patch(void);
+
 NOINLINE PROF_API_ENTRY static void *malloc_general(size_t size) {
   if (unlikely(!malloc_admits(size))) return NULL;
   if (unlikely(opt_hardened)) {
+    hardened_entries_patch();
     void *q = alloc_hardened(size, QUANTUM, false, "malloc()");
     if (unlikely(q == NULL)) errno = ENOMEM;
     return q;
@@ -217,8 +220,9 @@ NOINLINE static void *malloc_hardened_checked(void *p, size_t region, size_t siz
 
 /* hardened:true: malloc's common case, a cached class popped from a thread cache that has
  * a block for it (the checks of alloc_hardened, without its layers); else the general
- * path (which refills the bin). */
-NOINLINE static void *malloc_hardened(size_t size) {
+ * path (which refills the bin). Also hardened mode's entry: the callers' PLT slots of
+ * malloc point here once the library is up (hardened_entries_patch). */
+NOINLINE PROF_API_ENTRY static void *malloc_hardened(size_t size) {
   tcache_t *tc = tls_thread.tcache;
   if (unlikely(size > LOOKUP_MAX - HARDENED_EXTRA || tc == &tcache_empty)) return malloc_general(size);
   unsigned c = size_to_class(size + HARDENED_EXTRA);
@@ -314,4 +318,36 @@ static void entries_patch(void) {
   if (atomic_exchange(&entries_patched, true)) return;
   got_patch("malloc", (void *)malloc_default, (void *)malloc_prof);
   got_patch("calloc", (void *)calloc_default, (void *)calloc_prof);
+}
+
+/* hardened:true: calloc's entry (the callers' PLT slots of calloc point here). A block
+ * hardened mode hands out is zero up to the request already (slab blocks are checked to
+ * be, and large ones are asked zeroed): no memset. */
+PROF_API_ENTRY static void *calloc_hardened(size_t n, size_t size) {
+  size_t total;
+  if (unlikely(__builtin_mul_overflow(n, size, &total) || total > (size_t)PTRDIFF_MAX)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (likely(total <= LOOKUP_MAX - HARDENED_EXTRA)) return malloc_hardened(total);
+  void *p = alloc_hardened(total, QUANTUM, true, "calloc()");
+  if (p == NULL) errno = ENOMEM;
+  return p;
+}
+
+/* hardened:true, once, on the first general path after the library's constructor ran
+ * (libc is ready): the callers' PLT slots of malloc, calloc and free pointed at hardened
+ * mode's own paths (got_patch.h), which then start with its first test instead of the
+ * default fast path's miss and the slow path's dispatch. A caller not rewritten (a
+ * function pointer, a library loaded later) keeps the default entries, which reach the
+ * same paths through the slow paths. hardened is set at boot only. */
+static _Atomic bool hardened_entries_patched;
+
+static void hardened_entries_patch(void) {
+  if (likely(atomic_load_explicit(&hardened_entries_patched, memory_order_relaxed))) return;
+  if (!atomic_load_explicit(&boot_constructed, memory_order_acquire)) return;
+  if (atomic_exchange(&hardened_entries_patched, true)) return;
+  got_patch("malloc", (void *)malloc_default, (void *)malloc_hardened);
+  got_patch("calloc", (void *)calloc_default, (void *)calloc_hardened);
+  free_hardened_entry_patch();
 }

@@ -23,6 +23,7 @@
 #include "config.h"
 #include "fatal.h"
 #include "free_map.h"
+#include "got_patch.h"
 #include "frontend.h"
 #include "hardened.h"
 #include "hardened_bytes.h"
@@ -275,7 +276,8 @@ NOINLINE static void free_hardened_retire_large(tcache_t *tc, const free_map_ent
 /* hardened:true: free's common case, a live block of a cached class freed by a thread
  * with a cache: the checks of free_lookup_block and free_checked, with the free map's
  * entry read once. Every other case (the general path then names the misuse, if it is
- * one) to free_general. */
+ * one) to free_general. Also hardened mode's entry: the callers' PLT slots of free point
+ * here once the library is up (free_hardened_entry_patch). */
 NOINLINE static void free_hardened_path(void *p) {
   tcache_t *tc = tls_thread.tcache;
   uintptr_t a = (uintptr_t)p;
@@ -306,7 +308,8 @@ NOINLINE static void free_slow(void *p) {
   else free_general(p);
 }
 
-TESSERA_EXPORT void free(void *p) {
+/* free: the default entry. */
+static void free_default(void *p) {
   uintptr_t a = (uintptr_t)p;
   const free_map_entry_t *e = free_map_lookup(a);
   /* Bin offset 0 (no cached block on this page) is bins[0], which never caches. */
@@ -325,7 +328,11 @@ TESSERA_EXPORT void free(void *p) {
   free_slow(p);
 }
 
-void tessera_free_internal(void *p) { free(p); }
+TESSERA_EXPORT void free(void *p) __attribute__((alias("free_default")));
+
+void tessera_free_internal(void *p) { free_default(p); }
+
+void free_hardened_entry_patch(void) { got_patch("free", (void *)free_default, (void *)free_hardened_path); }
 
 size_t tessera_usable_size_internal(const void *p, const char *func) {
   if (p == NULL) return 0;
