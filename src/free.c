@@ -302,10 +302,18 @@ NOINLINE static void free_hardened_path(void *p) {
   else free_hardened_retire_cached(tc, fe, p, c, size);
 }
 
-/* Hardened mode sends every call here (hardened.h): a test and a jump to its path. */
+static void free_hardened_entry_patch(void);
+
+/* Hardened mode sends every call of the default entry here (hardened.h): a test and a
+ * jump to its path; the first such call after the library's constructor points the
+ * callers' PLT slots of free at that path (free_hardened_entry_patch). */
 NOINLINE static void free_slow(void *p) {
-  if (unlikely(opt_hardened)) free_hardened_path(p);
-  else free_general(p);
+  if (unlikely(opt_hardened)) {
+    free_hardened_entry_patch();
+    free_hardened_path(p);
+  } else {
+    free_general(p);
+  }
 }
 
 /* free: the default entry. */
@@ -332,7 +340,23 @@ TESSERA_EXPORT void free(void *p) __attribute__((alias("free_default")));
 
 void tessera_free_internal(void *p) { free_default(p); }
 
-void free_hardened_entry_patch(void) { got_patch("free", (void *)free_default, (void *)free_hardened_path); }
+/* hardened:true, once, on the first call of free's default entry after the library's
+ * constructor ran (libc is ready): the callers' PLT slots of free pointed at
+ * free_hardened_path (got_patch.h), which then starts with hardened mode's own first
+ * test instead of the default fast path's miss and the slow path's dispatch. A caller
+ * not rewritten (a function pointer, a library loaded later) keeps the default entry,
+ * which reaches the same path through free_slow. hardened is set at boot only. */
+static _Atomic bool free_hardened_entry_patched;
+
+NOINLINE static void free_hardened_entry_patch_now(void) {
+  if (!atomic_load_explicit(&boot_constructed, memory_order_acquire)) return;
+  if (atomic_exchange(&free_hardened_entry_patched, true)) return;
+  got_patch("free", (void *)free_default, (void *)free_hardened_path);
+}
+
+static void free_hardened_entry_patch(void) {
+  if (unlikely(!atomic_load_explicit(&free_hardened_entry_patched, memory_order_relaxed))) free_hardened_entry_patch_now();
+}
 
 size_t tessera_usable_size_internal(const void *p, const char *func) {
   if (p == NULL) return 0;

@@ -123,8 +123,4 @@ unsigned hardened_thread_quarantine(hardened_held_t h, hardened_held_t *out);
 bool hardened_thread_quarantine_take(hardened_held_t *out);
 void hardened_thread_quarantine_release(void);
 
-/* hardened:true: the callers' PLT slots of free pointed at hardened mode's own path
- * (free.c; called once, by alloc.c's hardened_entries_patch). */
-void free_hardened_entry_patch(void);
-
 #endif
