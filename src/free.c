@@ -264,8 +264,11 @@ static inline __attribute__((always_inline)) void free_hardened_retire_cached(tc
     quarantine_many(tc, p, c);
     return;
   }
-  cache_bin_t *b = tcache_bin(tc, left.c); /* onto its cache bin, as free's fast path would push it */
-  if (likely(b->head != b->slots && b->capacity > 0)) *--b->head = left.p;
+  /* Onto its cache bin, as free's fast path would push it (a bin that never caches is
+   * full: its head and marks are 0). */
+  cache_bin_t *b = tcache_bin(tc, left.c);
+  void **head = b->head;
+  if (likely((uint16_t)(uintptr_t)head != b->low_full)) *(b->head = head - 1) = left.p;
   else free_held(tc, left);
 }
 
