@@ -344,10 +344,10 @@ PROF_API_ENTRY static void *calloc_hardened(size_t n, size_t size) {
 
 /* hardened:true, once, on the first general path after the library's constructor ran
  * (libc is ready): the callers' PLT slots of malloc and calloc pointed at hardened
- * mode's own paths (got_patch.h; free's: free.c), which then start with its first test instead of the
- * default fast path's miss and the slow path's dispatch. A caller not rewritten (a
- * function pointer, a library loaded later) keeps the default entries, which reach the
- * same paths through the slow paths. hardened is set at boot only. */
+ * mode's own paths (got_patch.h; free's: free.c), which then start with its first test
+ * instead of the default fast path's miss and the slow path's dispatch. A caller not
+ * rewritten (a function pointer, a library loaded later) keeps the default entries,
+ * which reach the same paths through the slow paths. hardened is set at boot only. */
 static _Atomic bool hardened_entries_patched;
 
 static void hardened_entries_patch(void) {
