@@ -226,7 +226,7 @@ NOINLINE static void *malloc_hardened_checked(void *p, size_t region, size_t siz
  * caches: one test for the three. Its common path makes no call (so it saves no
  * registers): a block above HARDENED_ZERO_INLINE_MAX or not all zero, or the secret not
  * drawn yet, is a tail call. */
-NOINLINE PROF_API_ENTRY static void *malloc_hardened(size_t size) {
+NOINLINE PROF_API_ENTRY void *malloc_hardened(size_t size) {
   if (unlikely(size > LOOKUP_MAX - HARDENED_EXTRA)) return malloc_general(size);
   unsigned c = size_to_class(size + HARDENED_EXTRA);
   cache_bin_t *b = tcache_bin(tls_thread.tcache, c);

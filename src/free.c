@@ -281,7 +281,7 @@ NOINLINE static void free_hardened_retire_large(tcache_t *tc, const free_map_ent
  * entry read once. Every other case (the general path then names the misuse, if it is
  * one) to free_general. Also hardened mode's entry: the callers' PLT slots of free point
  * here once the library is up (free_hardened_entry_patch). */
-NOINLINE static void free_hardened_path(void *p) {
+NOINLINE void free_hardened_path(void *p) {
   tcache_t *tc = tls_thread.tcache;
   uintptr_t a = (uintptr_t)p;
   const free_map_entry_t *fe = free_map_lookup(a);

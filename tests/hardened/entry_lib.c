@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* hardened.entry's library, loaded with dlopen after the program's PLT slots were
- * rewritten: its own slots of malloc, calloc and free keep the default entries, which
+ * rewritten: its own slots of malloc, calloc, realloc and free keep the default entries, which
  * must work as before (a block's bytes kept, calloc's zeroed, blocks reused). */
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,6 +20,11 @@ int entry_lib_work(void) {
         for (size_t k = 0; k < size; k++)
           if (kept[i][k] != 0) return 2;
       memset(kept[i], (int)(i & 0xff), size);
+      if (i % 5 == 0) { /* grown through realloc: the bytes kept */
+        unsigned char *q = realloc(kept[i], size + 500);
+        if (q == NULL || q[size - 1] != (unsigned char)(i & 0xff)) return 4;
+        kept[i] = q;
+      }
     }
     for (int i = 0; i < N; i++) {
       size_t size = 1 + (size_t)(i * 37 % 3000);
