@@ -192,9 +192,12 @@ NOINLINE PROF_API_ENTRY static void *malloc_profiled(size_t size) {
   return malloc_profiled_slow(size);
 }
 
+static void hardened_entries_patch(void);
+
 NOINLINE PROF_API_ENTRY static void *malloc_general(size_t size) {
   if (unlikely(!malloc_admits(size))) return NULL;
   if (unlikely(opt_hardened)) {
+    hardened_entries_patch();
     void *q = alloc_hardened(size, QUANTUM, false, "malloc()");
     if (unlikely(q == NULL)) errno = ENOMEM;
     return q;
@@ -217,19 +220,27 @@ NOINLINE static void *malloc_hardened_checked(void *p, size_t region, size_t siz
 
 /* hardened:true: malloc's common case, a cached class popped from a thread cache that has
  * a block for it (the checks of alloc_hardened, without its layers); else the general
- * path (which refills the bin). */
-NOINLINE static void *malloc_hardened(size_t size) {
-  tcache_t *tc = tls_thread.tcache;
-  if (unlikely(size > LOOKUP_MAX - HARDENED_EXTRA || tc == &tcache_empty)) return malloc_general(size);
+ * path (which refills the bin). Also hardened mode's entry: the callers' PLT slots of
+ * malloc point here once the library is up (hardened_entries_patch). A thread without a
+ * cache has tcache_empty, whose bins are all empty (zero), as is a bin that never
+ * caches: one test for the three. Its common path makes no call (so it saves no
+ * registers): a block above HARDENED_ZERO_INLINE_MAX or not all zero, or the secret not
+ * drawn yet, is a tail call. */
+NOINLINE PROF_API_ENTRY void *malloc_hardened(size_t size) {
+  if (unlikely(size > LOOKUP_MAX - HARDENED_EXTRA)) return malloc_general(size);
   unsigned c = size_to_class(size + HARDENED_EXTRA);
-  cache_bin_t *b = tcache_bin(tc, c);
-  if (unlikely(b->head == b->slots + b->capacity)) return malloc_general(size); /* empty, or not caching */
-  void *p = *b->head++;
+  cache_bin_t *b = tcache_bin(tls_thread.tcache, c);
+  void **head = b->head;
+  if (unlikely((uint16_t)(uintptr_t)head == b->low_empty)) return malloc_general(size);
+  b->head = head + 1;
   b->nmalloc++;
+  void *p = *head;
   ((block_word_t *)p)[1] = 0; /* the freed-block key (a cached block is never NULL) */
   size_t region = class_infos[c].size;
-  if (region > HARDENED_ZERO_INLINE_MAX || unlikely(!hardened_all_zero(p, region))) return malloc_hardened_checked(p, region, size);
-  hardened_write_trailer(p, region, size);
+  uint64_t secret = atomic_load_explicit(&hardened_secret, memory_order_relaxed);
+  if (region > HARDENED_ZERO_INLINE_MAX || unlikely(secret == 0) || unlikely(!hardened_all_zero(p, region)))
+    return malloc_hardened_checked(p, region, size);
+  hardened_write_trailer_word(p, region, size, canary_word_of(secret, p));
   return p;
 }
 
@@ -314,4 +325,35 @@ static void entries_patch(void) {
   if (atomic_exchange(&entries_patched, true)) return;
   got_patch("malloc", (void *)malloc_default, (void *)malloc_prof);
   got_patch("calloc", (void *)calloc_default, (void *)calloc_prof);
+}
+
+/* hardened:true: calloc's entry (the callers' PLT slots of calloc point here). A block
+ * hardened mode hands out is zero up to the request already (slab blocks are checked to
+ * be, and large ones are asked zeroed): no memset. */
+PROF_API_ENTRY static void *calloc_hardened(size_t n, size_t size) {
+  size_t total;
+  if (unlikely(__builtin_mul_overflow(n, size, &total) || total > (size_t)PTRDIFF_MAX)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (likely(total <= LOOKUP_MAX - HARDENED_EXTRA)) return malloc_hardened(total);
+  void *p = alloc_hardened(total, QUANTUM, true, "calloc()");
+  if (p == NULL) errno = ENOMEM;
+  return p;
+}
+
+/* hardened:true, once, on the first general path after the library's constructor ran
+ * (libc is ready): the callers' PLT slots of malloc and calloc pointed at hardened
+ * mode's own paths (got_patch.h; free's: free.c), which then start with its first test
+ * instead of the default fast path's miss and the slow path's dispatch. A caller not
+ * rewritten (a function pointer, a library loaded later) keeps the default entries,
+ * which reach the same paths through the slow paths. hardened is set at boot only. */
+static _Atomic bool hardened_entries_patched;
+
+static void hardened_entries_patch(void) {
+  if (likely(atomic_load_explicit(&hardened_entries_patched, memory_order_relaxed))) return;
+  if (!atomic_load_explicit(&boot_constructed, memory_order_acquire)) return;
+  if (atomic_exchange(&hardened_entries_patched, true)) return;
+  got_patch("malloc", (void *)malloc_default, (void *)malloc_hardened);
+  got_patch("calloc", (void *)calloc_default, (void *)calloc_hardened);
 }

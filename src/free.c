@@ -24,6 +24,7 @@
 #include "fatal.h"
 #include "free_map.h"
 #include "frontend.h"
+#include "got_patch.h"
 #include "hardened.h"
 #include "hardened_bytes.h"
 #include "hardened_key.h"
@@ -263,8 +264,11 @@ static inline __attribute__((always_inline)) void free_hardened_retire_cached(tc
     quarantine_many(tc, p, c);
     return;
   }
-  cache_bin_t *b = tcache_bin(tc, left.c); /* onto its cache bin, as free's fast path would push it */
-  if (likely(b->head != b->slots && b->capacity > 0)) *--b->head = left.p;
+  /* Onto its cache bin, as free's fast path would push it (a bin that never caches is
+   * full: its head and marks are 0). */
+  cache_bin_t *b = tcache_bin(tc, left.c);
+  void **head = b->head;
+  if (likely((uint16_t)(uintptr_t)head != b->low_full)) *(b->head = head - 1) = left.p;
   else free_held(tc, left);
 }
 
@@ -275,8 +279,9 @@ NOINLINE static void free_hardened_retire_large(tcache_t *tc, const free_map_ent
 /* hardened:true: free's common case, a live block of a cached class freed by a thread
  * with a cache: the checks of free_lookup_block and free_checked, with the free map's
  * entry read once. Every other case (the general path then names the misuse, if it is
- * one) to free_general. */
-NOINLINE static void free_hardened_path(void *p) {
+ * one) to free_general. Also hardened mode's entry: the callers' PLT slots of free point
+ * here once the library is up (free_hardened_entry_patch). */
+NOINLINE void free_hardened_path(void *p) {
   tcache_t *tc = tls_thread.tcache;
   uintptr_t a = (uintptr_t)p;
   const free_map_entry_t *fe = free_map_lookup(a);
@@ -300,13 +305,22 @@ NOINLINE static void free_hardened_path(void *p) {
   else free_hardened_retire_cached(tc, fe, p, c, size);
 }
 
-/* Hardened mode sends every call here (hardened.h): a test and a jump to its path. */
+static void free_hardened_entry_patch(void);
+
+/* Hardened mode sends every call of the default entry here (hardened.h): a test and a
+ * jump to its path; the first such call after the library's constructor points the
+ * callers' PLT slots of free at that path (free_hardened_entry_patch). */
 NOINLINE static void free_slow(void *p) {
-  if (unlikely(opt_hardened)) free_hardened_path(p);
-  else free_general(p);
+  if (unlikely(opt_hardened)) {
+    free_hardened_entry_patch();
+    free_hardened_path(p);
+  } else {
+    free_general(p);
+  }
 }
 
-TESSERA_EXPORT void free(void *p) {
+/* free: the default entry. */
+static void free_default(void *p) {
   uintptr_t a = (uintptr_t)p;
   const free_map_entry_t *e = free_map_lookup(a);
   /* Bin offset 0 (no cached block on this page) is bins[0], which never caches. */
@@ -325,7 +339,27 @@ TESSERA_EXPORT void free(void *p) {
   free_slow(p);
 }
 
-void tessera_free_internal(void *p) { free(p); }
+TESSERA_EXPORT void free(void *p) __attribute__((alias("free_default")));
+
+void tessera_free_internal(void *p) { free_default(p); }
+
+/* hardened:true, once, on the first call of free's default entry after the library's
+ * constructor ran (libc is ready): the callers' PLT slots of free pointed at
+ * free_hardened_path (got_patch.h), which then starts with hardened mode's own first
+ * test instead of the default fast path's miss and the slow path's dispatch. A caller
+ * not rewritten (a function pointer, a library loaded later) keeps the default entry,
+ * which reaches the same path through free_slow. hardened is set at boot only. */
+static _Atomic bool free_hardened_entry_patched;
+
+NOINLINE static void free_hardened_entry_patch_now(void) {
+  if (!atomic_load_explicit(&boot_constructed, memory_order_acquire)) return;
+  if (atomic_exchange(&free_hardened_entry_patched, true)) return;
+  got_patch("free", (void *)free_default, (void *)free_hardened_path);
+}
+
+static void free_hardened_entry_patch(void) {
+  if (unlikely(!atomic_load_explicit(&free_hardened_entry_patched, memory_order_relaxed))) free_hardened_entry_patch_now();
+}
 
 size_t tessera_usable_size_internal(const void *p, const char *func) {
   if (p == NULL) return 0;

@@ -26,11 +26,15 @@ void *alloc_sampled_in(arena_t *a, size_t usize, size_t align, bool zero);
 void *alloc_hardened(size_t n, size_t align, bool zero, const char *func);
 /* The size of the block alloc_hardened(n, align) gives (0 if impossible). */
 size_t alloc_hardened_block_size(size_t n, size_t align);
+/* hardened:true: malloc's path and entry (alloc.c; its PLT slots point there: got_patch.h). */
+void *malloc_hardened(size_t size);
 /* hardened:true: the region (hardened.h) of block p of class c (from free_lookup_block). */
 size_t free_hardened_region(const extent_t *e, unsigned c);
 
 /* free.c */
 void tessera_free_internal(void *p);
+/* hardened:true: free's path and entry (its PLT slots point there: got_patch.h). */
+void free_hardened_path(void *p);
 /* The block p starts; aborts naming func if p is not a live block tessera handed out
  * ("invalid pointer"), or is one freed before: "double free" if freeing (the caller is
  * about to free it), else "use after free". *class_out receives its class, CODE_LARGE

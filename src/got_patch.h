@@ -2,6 +2,9 @@
 /*
  * got_patch: points the loaded objects' PLT slots of a function at another function.
  *
+ * Used by prof:true (below) and by hardened:true, whose entries of malloc, calloc, free
+ * and realloc start with hardened mode's own path (alloc.c, free.c, realloc.c).
+ *
  * With prof:true, malloc's default entry counts down on its slow path only (prof_cache.h),
  * and the profiling entry (alloc.c) counts down on its fast path. Which entry a caller
  * reaches is in the caller's GOT: once prof:true is known (after boot), got_patch

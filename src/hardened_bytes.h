@@ -91,13 +91,17 @@ static inline bool canary_intact(const uint8_t *a, uint64_t c, size_t len) {
 }
 
 /* Writes the trailer and canary bytes of a block whose region is region bytes, of which
- * the program asked for n. */
-static inline void hardened_write_trailer(void *p, size_t region, size_t n) {
+ * the program asked for n, w being its canary word. */
+static inline void hardened_write_trailer_word(void *p, size_t region, size_t n, uint64_t w) {
   tessera_assert(n + HARDENED_EXTRA <= region);
-  uint64_t w = hardened_canary_word(p);
   uint8_t *b = p;
   canary_store(b + n, w | 0x0101010101010101ull, hardened_canary_length(region, n));
   *(heap_u32_t *)(b + region - HARDENED_TRAILER) = (uint32_t)(region - n) ^ (uint32_t)(w >> 32);
+}
+
+/* The same, the canary word computed (the secret drawn if it was not yet). */
+static inline void hardened_write_trailer(void *p, size_t region, size_t n) {
+  hardened_write_trailer_word(p, region, n, hardened_canary_word(p));
 }
 
 /* Whether the block's trailer and canary bytes are as hardened_write_trailer left them;

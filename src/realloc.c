@@ -12,9 +12,11 @@
 #include "arena.h"
 #include "free_map.h"
 #include "frontend.h"
+#include "got_patch.h"
 #include "hardened.h"
 #include "hardened_bytes.h"
 #include "hardened_key.h"
+#include "init.h"
 #include "options.h"
 #include "pagemap.h"
 #include "prof_hooks.h"
@@ -77,14 +79,35 @@ static void *realloc_hardened(void *p, size_t size) {
     hardened_write_trailer(p, region, size);
     return p;
   }
-  void *q = tessera_malloc_internal(size);
+  void *q = malloc_hardened(size);
   if (q == NULL) return NULL; /* errno is ENOMEM; p is untouched */
   memcpy(q, p, size < old_size ? size : old_size);
-  tessera_free_internal(p);
+  free_hardened_path(p);
   return q;
 }
 
-TESSERA_EXPORT PROF_API_ENTRY void *realloc(void *p, size_t size) {
+/* hardened:true: realloc's entry (the callers' PLT slots of realloc point here once the
+ * library is up: realloc_hardened_entry_patch), and where the default entry sends every
+ * call. malloc's and free's hardened paths called directly. */
+PROF_API_ENTRY static void *realloc_hardened_entry(void *p, size_t size) {
+  if (p == NULL) return malloc_hardened(size);
+  if (size == 0) { /* glibc's behaviour: free and return NULL */
+    unsigned c;
+    free_lookup_block(p, "realloc()", &c, true); /* a misuse is named realloc's */
+    free_hardened_path(p);
+    return NULL;
+  }
+  return realloc_hardened(p, size);
+}
+
+static void realloc_hardened_entry_patch(void);
+
+/* realloc: the default entry. */
+PROF_API_ENTRY static void *realloc_default(void *p, size_t size) {
+  if (unlikely(opt_hardened)) {
+    realloc_hardened_entry_patch();
+    return realloc_hardened_entry(p, size);
+  }
   if (p == NULL) return tessera_malloc_internal(size);
   if (size == 0) { /* glibc's behaviour: free and return NULL */
     unsigned c;
@@ -92,7 +115,6 @@ TESSERA_EXPORT PROF_API_ENTRY void *realloc(void *p, size_t size) {
     tessera_free_internal(p);
     return NULL;
   }
-  if (unlikely(opt_hardened)) return realloc_hardened(p, size);
   if (fits_cached_class(p, size)) return p;
   unsigned c;
   extent_t *e = free_lookup_block(p, "realloc()", &c, true);
@@ -116,6 +138,24 @@ TESSERA_EXPORT PROF_API_ENTRY void *realloc(void *p, size_t size) {
   memcpy(q, p, size < old_usable ? size : old_usable);
   tessera_free_internal(p);
   return q;
+}
+
+TESSERA_EXPORT void *realloc(void *p, size_t size) __attribute__((alias("realloc_default")));
+
+/* hardened:true, once, on the first call of realloc's default entry after the library's
+ * constructor ran (libc is ready): the callers' PLT slots of realloc pointed at
+ * realloc_hardened_entry (got_patch.h). A caller not rewritten keeps the default entry,
+ * which sends the call there too. hardened is set at boot only. */
+static _Atomic bool realloc_hardened_entry_patched;
+
+NOINLINE static void realloc_hardened_entry_patch_now(void) {
+  if (!atomic_load_explicit(&boot_constructed, memory_order_acquire)) return;
+  if (atomic_exchange(&realloc_hardened_entry_patched, true)) return;
+  got_patch("realloc", (void *)realloc_default, (void *)realloc_hardened_entry);
+}
+
+static void realloc_hardened_entry_patch(void) {
+  if (unlikely(!atomic_load_explicit(&realloc_hardened_entry_patched, memory_order_relaxed))) realloc_hardened_entry_patch_now();
 }
 
 TESSERA_EXPORT PROF_API_ENTRY void *reallocarray(void *p, size_t n, size_t size) {
