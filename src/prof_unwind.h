@@ -28,7 +28,7 @@
  * innermost frames (0 = the caller of prof_unwind_capture is pcs[0]). Returns the
  * number stored. */
 unsigned prof_unwind_capture(uintptr_t *pcs, unsigned max, unsigned skip);
-/* prof_unwind_capture starting from registers PROF_UNWIND_START took in a function
+/* prof_unwind_capture starting from registers PROF_UNWIND_CAPTURE_REGS took in a function
  * whose frame is still live (a caller of this one): that function's own frame is left
  * out (skip 0: its caller is pcs[0]). The frames between it and this call are never
  * walked, which is the point: an allocator entry takes the start, its sampling path
@@ -42,6 +42,7 @@ unsigned prof_unwind_capture_fp(uintptr_t *pcs, unsigned max, unsigned skip);
  * callee-saved registers of one instruction are a consistent starting row). One asm
  * statement, so the PC and the stack pointer belong to the same instruction. */
 #define PROF_UNWIND_CAPTURE_REGS(regs)                                                  \
+  do {                                                                                  \
   __asm__ volatile("lea 0(%%rip), %%rax\n\t"                                            \
                    "mov %%rax, 128(%0)\n\t"                                             \
                    "mov %%rsp, 56(%0)\n\t"                                              \
@@ -54,7 +55,8 @@ unsigned prof_unwind_capture_fp(uintptr_t *pcs, unsigned max, unsigned skip);
                    :                                                                    \
                    : "r"((regs)->r)                                                     \
                    : "rax", "memory");                                                  \
-  (regs)->valid = (1u << PROF_REG_RIP) | (1u << PROF_REG_RSP) | (1u << PROF_REG_RBP) |  \
-                  (1u << PROF_REG_RBX) | (0xfu << PROF_REG_R12)
+    (regs)->valid = (1u << PROF_REG_RIP) | (1u << PROF_REG_RSP) | (1u << PROF_REG_RBP) |\
+                    (1u << PROF_REG_RBX) | (0xfu << PROF_REG_R12);                      \
+  } while (0)
 
 #endif
