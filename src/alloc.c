@@ -148,15 +148,19 @@ PROF_API_ENTRY static void *alloc_sampled_cached(tcache_t *tc, unsigned c) {
 }
 
 /* prof:true: every allocation prof_cache_pop did not serve (prof_cache.h): the thread's
- * countdown decides whether it is sampled. */
-PROF_API_ENTRY static void *malloc_profiled_any(size_t size) {
+ * countdown decides whether it is sampled. Inlined into malloc_profiled_slow, so that a
+ * sampled stack starts in the function malloc_prof tail-calls: its caller is the
+ * program's call site, and no allocator frame is unwound. */
+static inline __attribute__((always_inline)) void *malloc_profiled_any(size_t size) {
   bool cached = size <= LOOKUP_MAX;
   unsigned c = cached ? size_to_class(size) : 0;
   size_t usize = cached ? class_infos[c].size : large_usable_size(size);
   if (likely(!prof_alloc_due(usize))) return alloc_any(size);
   tcache_t *tc = cached ? tcache_get() : NULL;
-  if (tc != NULL && tcache_bin(tc, c)->capacity > 0) return alloc_sampled_cached(tc, c);
-  return alloc_sampled(usize, PAGE, false);
+  void *p;
+  if (tc != NULL && tcache_bin(tc, c)->capacity > 0) PROF_SAMPLE_FROM_HERE(p, alloc_sampled_cached(tc, c));
+  else PROF_SAMPLE_FROM_HERE(p, alloc_sampled(usize, PAGE, false));
+  return p;
 }
 
 /* What malloc's slow paths check first: the allocator is up (false during its own boot),

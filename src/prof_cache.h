@@ -49,9 +49,24 @@ static inline void *prof_cache_pop(size_t size) {
   cache_bin_t *b = (cache_bin_t *)((char *)tls_thread.tcache + entry->bin_offset);
   void **head = b->head;
   if (unlikely((uint16_t)(uintptr_t)head == b->low_empty)) return NULL;
-  int64_t left = tls_thread.prof.bytes_until_sample - (int64_t)entry->class_size;
-  if (unlikely(left <= 0)) return NULL;
-  tls_thread.prof.bytes_until_sample = left;
+  /* Counted down in place: one subtract to memory, whose flags decide (compilers load,
+   * subtract, store and test instead: three instructions more on every malloc). The
+   * countdown never comes near overflow (at most 4e18, minus a class size), so "less or
+   * equal" after the subtract is the sign of the result. The sampled allocation gives
+   * its size back: the general path counts it again (prof_alloc_due). */
+  int64_t counted = (int64_t)entry->class_size;
+  bool reached;
+#if defined(__x86_64__)
+  __asm__("subq %[counted], %[left]"
+          : [left] "+m"(tls_thread.prof.bytes_until_sample), "=@ccle"(reached)
+          : [counted] "r"(counted));
+#else
+  reached = (tls_thread.prof.bytes_until_sample -= counted) <= 0;
+#endif
+  if (unlikely(reached)) {
+    tls_thread.prof.bytes_until_sample += counted;
+    return NULL;
+  }
   b->head = head + 1;
   b->nmalloc++;
   void *p = *head;

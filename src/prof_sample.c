@@ -324,7 +324,9 @@ bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, size_t usize, uintpt
   if (t->busy || !ptr) return false;
   t->busy = true;
   uintptr_t pcs[PROF_DEPTH_MAX + PROF_TRIM_FRAMES];
-  unsigned depth = prof_unwind_capture(pcs, config.max_depth + PROF_TRIM_FRAMES, 1);
+  unsigned max = config.max_depth + PROF_TRIM_FRAMES;
+  unsigned depth = t->unwind_start ? prof_unwind_capture_from(t->unwind_start, pcs, max, 0)
+                                   : prof_unwind_capture(pcs, max, 1);
   unsigned first = 0;
   for (unsigned i = 0; i < depth && i < PROF_TRIM_FRAMES; i++)
     if (pcs[i] >= lo && pcs[i] < hi) first = i + 1;

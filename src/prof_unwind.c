@@ -45,26 +45,6 @@ static bool stack_bounds(uintptr_t sp, uintptr_t *lo, uintptr_t *hi) {
   return true;
 }
 
-/* Registers of the capturing function at one instruction: the unwinder starts here.
- * One asm statement, so the PC and the stack pointer belong to the same instruction. */
-#define CAPTURE_REGS(regs)                                                              \
-  __asm__ volatile("lea 0(%%rip), %%rax\n\t"                                            \
-                   "mov %%rax, 128(%0)\n\t"                                             \
-                   "mov %%rsp, 56(%0)\n\t"                                              \
-                   "mov %%rbp, 48(%0)\n\t"                                              \
-                   "mov %%rbx, 24(%0)\n\t"                                              \
-                   "mov %%r12, 96(%0)\n\t"                                              \
-                   "mov %%r13, 104(%0)\n\t"                                             \
-                   "mov %%r14, 112(%0)\n\t"                                             \
-                   "mov %%r15, 120(%0)\n\t"                                             \
-                   :                                                                    \
-                   : "r"((regs)->r)                                                     \
-                   : "rax", "memory")
-
-#define CAPTURED_MASK                                                                   \
-  ((1u << PROF_REG_RIP) | (1u << PROF_REG_RSP) | (1u << PROF_REG_RBP) | (1u << PROF_REG_RBX) | \
-   (0xfu << PROF_REG_R12))
-
 typedef struct walk {
   prof_regs_t regs;
   prof_memory_t mem;
@@ -106,7 +86,6 @@ static void walk(const prof_module_table_t *t, void *arg) {
 }
 
 static unsigned capture(walk_t *w, bool use_cfi) {
-  w->regs.valid = CAPTURED_MASK;
   if (!stack_bounds(w->regs.r[PROF_REG_RSP], &w->mem.stack_lo, &w->mem.stack_hi)) return 0;
   /* The capturing function's own frame is not reported. */
   if (!use_cfi || !prof_modules_locked(walk, w)) walk(NULL, w);
@@ -116,14 +95,20 @@ static unsigned capture(walk_t *w, bool use_cfi) {
 __attribute__((noinline)) unsigned prof_unwind_capture(uintptr_t *pcs, unsigned max, unsigned skip) {
   walk_t w = {.pcs = pcs, .max = max < PROF_DEPTH_MAX ? max : PROF_DEPTH_MAX, .skip = skip};
   if (w.max == 0) return 0;
-  CAPTURE_REGS(&w.regs);
+  PROF_UNWIND_CAPTURE_REGS(&w.regs);
+  return capture(&w, true);
+}
+
+unsigned prof_unwind_capture_from(const prof_regs_t *start, uintptr_t *pcs, unsigned max, unsigned skip) {
+  walk_t w = {.regs = *start, .pcs = pcs, .max = max < PROF_DEPTH_MAX ? max : PROF_DEPTH_MAX, .skip = skip};
+  if (w.max == 0) return 0;
   return capture(&w, true);
 }
 
 __attribute__((noinline)) unsigned prof_unwind_capture_fp(uintptr_t *pcs, unsigned max, unsigned skip) {
   walk_t w = {.pcs = pcs, .max = max < PROF_DEPTH_MAX ? max : PROF_DEPTH_MAX, .skip = skip};
   if (w.max == 0) return 0;
-  CAPTURE_REGS(&w.regs);
+  PROF_UNWIND_CAPTURE_REGS(&w.regs);
   /* Without CFI the starting frame must be left by its frame pointer, which only a
    * function built with frame pointers has: start from our caller's frame instead. */
   w.regs.r[PROF_REG_RBP] = (uintptr_t)__builtin_frame_address(0);

@@ -26,6 +26,17 @@ sites = dict((n, int(b)) for b, n in re.findall(r'^#\d+: (\d+) bytes.*\n\s+(\w+)
 for name in ('site_main', 'site_lib'):
     assert name in sites, (name, sites)
     assert abs(sites[name] / (32 << 20) - 1) < 0.2, (name, sites[name])
+# Whole stacks: the sampling path starts its unwind at the allocator's entry
+# (prof_unwind_capture_from), so a site's record must have the site as its innermost
+# frame, main as its caller and _start outermost; no record (the loader's own
+# allocations in dlopen may be sampled too) may hold an allocator frame.
+for rec in re.findall(r'^#\d+: .*\n((?:    .*\n?)+)', text, re.M):
+    frames = [l.split()[0] for l in rec.strip().split('\n')]
+    assert not any('tessera' in l for l in rec.split('\n')), rec
+    if not any(f.startswith(('site_main+', 'site_lib+')) for f in frames): continue
+    assert frames[0].startswith(('site_main+', 'site_lib+')), frames
+    assert frames[1].startswith('main+'), frames
+    assert frames[-1].startswith('_start+'), frames
 print('%s: profiling entry in the executable, default in the dlopened library; '
       'site_main %.1f MiB, site_lib %.1f MiB estimated (32 MiB each): ok'
       % (sys.argv[1], sites['site_main'] / 2**20, sites['site_lib'] / 2**20))

@@ -12,6 +12,16 @@ static void check_math(void) {
     double want = log(x), got = prof_log(x);
     CHECK(fabs(got - want) <= 1e-13 * fabs(want) + 1e-15, "log(%g): %.17g vs %.17g", x, got, want);
   }
+  /* The draws' range, (0, 1], densely, and close to 1 (where ln x is near 0 and only a
+   * relative error of the series itself shows). */
+  for (double x = 1e-4; x <= 2.0; x += 1e-4) {
+    double want = log(x), got = prof_log(x);
+    CHECK(fabs(got - want) <= 1e-13 * fabs(want) + 1e-17, "log(%.17g): %.17g vs %.17g", x, got, want);
+  }
+  for (int k = 1; k <= 52; k++) {
+    double x = 1.0 - ldexp(1.0, -k), want = log(x), got = prof_log(x);
+    CHECK(fabs(got - want) <= 1e-13 * fabs(want), "log(1 - 2^-%d): %.17g vs %.17g", k, got, want);
+  }
   for (double x = -740; x < 700; x += 0.37) {
     double want = exp(x), got = prof_exp(x);
     CHECK(fabs(got - want) <= 1e-13 * want, "exp(%g): %.17g vs %.17g", x, got, want);
