@@ -16,47 +16,13 @@
  */
 #include "tt.h"
 
-#include <elf.h>
-#include <link.h>
-
-typedef struct slot_query {
-  const char *object; /* a substring of the object's name; "" for the executable */
-  const char *symbol;
-  uintptr_t value;
-} slot_query_t;
-
-/* The value of the object's PLT slot (JUMP_SLOT relocation) of the symbol, found from
- * the dynamic section's symbol table and PLT relocations. */
-static int slot_cb(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size;
-  slot_query_t *q = arg;
-  if (q->object[0] == '\0' ? info->dlpi_name[0] != '\0' : strstr(info->dlpi_name, q->object) == NULL) return 0;
-  const ElfW(Dyn) *dyn = NULL;
-  for (int i = 0; i < info->dlpi_phnum; i++)
-    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC) dyn = (const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-  const ElfW(Sym) *symtab = NULL;
-  const char *strtab = NULL;
-  const ElfW(Rela) *rel = NULL;
-  size_t relsz = 0;
-  for (; dyn != NULL && dyn->d_tag != DT_NULL; dyn++) {
-    if (dyn->d_tag == DT_SYMTAB) symtab = (const void *)dyn->d_un.d_ptr;
-    if (dyn->d_tag == DT_STRTAB) strtab = (const void *)dyn->d_un.d_ptr;
-    if (dyn->d_tag == DT_JMPREL) rel = (const void *)dyn->d_un.d_ptr;
-    if (dyn->d_tag == DT_PLTRELSZ) relsz = dyn->d_un.d_val;
-  }
-  for (size_t i = 0; rel != NULL && i < relsz / sizeof(*rel); i++) {
-    const ElfW(Sym) *s = &symtab[ELF64_R_SYM(rel[i].r_info)];
-    if (strcmp(strtab + s->st_name, q->symbol) == 0) q->value = *(uintptr_t *)(info->dlpi_addr + rel[i].r_offset);
-  }
-  return 1;
-}
+#include "plt_slot.h"
 
 /* "default" (the slot holds the function's own address), "hardened" (another), "none". */
 static const char *slot_state(const char *object, const char *symbol) {
-  slot_query_t q = {object, symbol, 0};
-  dl_iterate_phdr(slot_cb, &q);
-  if (q.value == 0) return "none";
-  return q.value == (uintptr_t)dlsym(RTLD_DEFAULT, symbol) ? "default" : "hardened";
+  uintptr_t value = tt_plt_slot(object, symbol);
+  if (value == 0) return "none";
+  return value == (uintptr_t)dlsym(RTLD_DEFAULT, symbol) ? "default" : "hardened";
 }
 
 static void check_slots(const char *object, const char *expect) {
