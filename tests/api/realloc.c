@@ -192,6 +192,35 @@ static void test_large_moves(void) {
   free(high);
 }
 
+/* A block that the program split into several of the kernel's mappings (madvise on one of
+ * its pages): the kernel moves it in one go (recent kernels) or refuses, and realloc then
+ * copies it; either way its content and its neighbour are intact. */
+static void test_large_move_split(void) {
+  const size_t size = (size_t)1 << 20;
+  unsigned char *a = NULL, *b = NULL, *stray[32];
+  int nstray = 0;
+  for (; nstray < 32; nstray += 2) { /* two adjacent blocks, once free memory's pieces are used up */
+    a = malloc(size), b = malloc(size);
+    TT_CHECK(a != NULL && b != NULL);
+    if (a + size == b || b + size == a) break;
+    stray[nstray] = a, stray[nstray + 1] = b;
+  }
+  unsigned char *low = a < b ? a : b, *high = a < b ? b : a;
+  TT_CHECKF(high == low + size, "adjacent large blocks expected (%p, %p)", (void *)low, (void *)high);
+  uint64_t seed_low = tt_pattern_seed(low, 31), seed_high = tt_pattern_seed(high, 32);
+  tt_fill(low, size, seed_low);
+  tt_fill(high, size, seed_high);
+  TT_CHECK(madvise(low + size / 2, 4096, MADV_DONTFORK) == 0);
+  unsigned char *q = realloc(low, (size_t)16 << 20);
+  TT_CHECK(q != NULL && q != low);
+  TT_VERIFY(q, size, seed_low, "block of several mappings moved or copied");
+  TT_VERIFY(high, size, seed_high, "the block next to it");
+  memset(q, 0x33, (size_t)16 << 20);
+  free(q);
+  free(high);
+  for (int i = 0; i < nstray; i++) free(stray[i]);
+}
+
 /* Blocks from the aligned functions are ordinary blocks for realloc and free. */
 static void test_aligned_then_realloc(void) {
   for (int shift = 4; shift <= 22; shift += 2) {
@@ -227,6 +256,7 @@ static void test_reallocarray(void) {
 int main(void) {
   tt_require_tessera();
   test_large_moves(); /* first: its new block must come from fresh memory */
+  test_large_move_split();
   test_preserve_across_classes();
   test_random_jumps();
   test_same_pointer_within_usable();
