@@ -14,13 +14,15 @@ uintptr_t free_map_mask;
 free_map_entry_t *free_map_entries = &off_entry;
 static uintptr_t home_window = UINTPTR_MAX; /* addr >> HOME_SHIFT of the heap; set once */
 
-/* Which 4 KiB pages of the array were ever written (they stay resident): metadata. */
+/* Two bitmaps of the array's 4 KiB pages, a word of each side by side (the entries a
+ * program writes then mark one page of them, not two):
+ * - touched: ever written (they stay resident): metadata;
+ * - covered: ever had an entry written, of any code (a clear included): the pages every
+ *   lookup of a live block reads, kept when the reservation is released. */
 #define ARRAY_PAGES (FREE_MAP_BYTES / PAGE)
-SPARSE_ARRAY _Atomic uint64_t free_map_touched[ARRAY_PAGES / 64];
+enum { TOUCHED, COVERED };
+SPARSE_ARRAY _Atomic uint64_t free_map_page_bits[ARRAY_PAGES / 64][2];
 static _Atomic size_t touched_pages;
-/* Which pages of the array ever had an entry written, of any code (a clear included):
- * the pages every lookup of a live block reads, kept when the reservation is released. */
-SPARSE_ARRAY _Atomic uint64_t free_map_covered[ARRAY_PAGES / 64];
 
 /* The release (free_map_release) against writers of entries: a writer announces itself
  * in `writers` and then checks `released`; the release sets `released` and then waits
@@ -35,16 +37,16 @@ size_t free_map_mapped_bytes(void) {
 static void note_touched(const free_map_entry_t *e) {
   size_t page = (size_t)((uintptr_t)e - (uintptr_t)free_map_entries) / PAGE;
   uint64_t bit = (uint64_t)1 << (page % 64);
-  if (atomic_load_explicit(&free_map_touched[page / 64], memory_order_relaxed) & bit) return;
-  if (!(atomic_fetch_or_explicit(&free_map_touched[page / 64], bit, memory_order_relaxed) & bit))
+  if (atomic_load_explicit(&free_map_page_bits[page / 64][TOUCHED], memory_order_relaxed) & bit) return;
+  if (!(atomic_fetch_or_explicit(&free_map_page_bits[page / 64][TOUCHED], bit, memory_order_relaxed) & bit))
     atomic_fetch_add_explicit(&touched_pages, 1, memory_order_relaxed);
 }
 
 static void note_covered(const free_map_entry_t *e) {
   size_t page = (size_t)((uintptr_t)e - (uintptr_t)free_map_entries) / PAGE;
   uint64_t bit = (uint64_t)1 << (page % 64);
-  if (!(atomic_load_explicit(&free_map_covered[page / 64], memory_order_relaxed) & bit))
-    atomic_fetch_or_explicit(&free_map_covered[page / 64], bit, memory_order_relaxed);
+  if (!(atomic_load_explicit(&free_map_page_bits[page / 64][COVERED], memory_order_relaxed) & bit))
+    atomic_fetch_or_explicit(&free_map_page_bits[page / 64][COVERED], bit, memory_order_relaxed);
 }
 
 static bool writer_enter(void) {
@@ -62,7 +64,6 @@ void free_map_boot(void) {
   if (entries == NULL) return;
   os_set_huge_pages(entries, FREE_MAP_BYTES, 2); /* a touched entry must cost 4 KiB, not 2 MiB */
   free_map_entries = entries;
-  note_covered(&entries[0]); /* the entry every lookup reads once the map is off */
   __atomic_store_n(&free_map_mask, ((uintptr_t)1 << FREE_MAP_LG_PAGES) - 1, __ATOMIC_RELEASE);
 }
 
@@ -143,11 +144,13 @@ bool free_map_release(void) {
   if (!atomic_compare_exchange_strong(&released, &expected, true)) return false;
   __atomic_store_n(&free_map_mask, 0, __ATOMIC_SEQ_CST);
   while (atomic_load(&writers) != 0) os_yield();
-  /* Every lookup from now on reads entry 0. A free that loaded the mask just before
-   * reads the entry of its block's page, in a covered page, which stays mapped. */
-  size_t run = 0; /* first page of the current run of uncovered pages */
+  /* Every lookup from now on reads entry 0, whose page always stays (not marked covered
+   * at boot: that would write a page of the bitmap in every process). A free that loaded
+   * the mask just before reads the entry of its block's page, in a covered page, which
+   * stays mapped. */
+  size_t run = 1; /* first page of the current run of uncovered pages */
   for (size_t w = 0; w < ARRAY_PAGES / 64; w++) {
-    uint64_t bits = atomic_load_explicit(&free_map_covered[w], memory_order_relaxed);
+    uint64_t bits = atomic_load_explicit(&free_map_page_bits[w][COVERED], memory_order_relaxed);
     if (bits == 0) continue;
     for (unsigned b = 0; b < 64; b++) {
       if (!((bits >> b) & 1)) continue;
