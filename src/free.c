@@ -402,7 +402,30 @@ void tessera_free_checked_size(void *p, size_t usable, size_t usable_alt, bool u
   else free_to_arena(e, c, p);
 }
 
+/* Sized frees (free_sized, sized operator delete): free's fast path with one more test,
+ * that the page's free-map entry names the bin of the class the size maps to, which is
+ * the size check itself (a cached class's bin offset is its code << 6). C++ containers
+ * free everything this way, so it must cost what free costs, not a lookup of the block
+ * and then free's own. Every other case (another class: the misuse, or a block that is
+ * not a plain cached one: sampled, hardened, NULL, a full bin) through
+ * tessera_free_checked_size, which names it. */
 void tessera_free_sized_internal(void *p, size_t size, const char *func) {
+  uintptr_t a = (uintptr_t)p;
+  if (likely(size <= LOOKUP_MAX)) {
+    const free_map_entry_t *e = free_map_lookup(a);
+    uint32_t bin_offset = e->cache_bin_offset;
+    cache_bin_t *b = (cache_bin_t *)((char *)tls_thread.tcache + bin_offset);
+    void **head = b->head;
+    uintptr_t key = (uintptr_t)e;
+    if (likely(bin_offset == ((uint32_t)size_to_class(size) + 1) * (uint32_t)sizeof(cache_bin_t) &&
+               magic_divides(b->region_magic, free_map_block_offset(e, a)) &&
+               (uint16_t)(uintptr_t)head != b->low_full && ((block_word_t *)p)[1] != key)) {
+      ((block_word_t *)p)[1] = key;
+      b->head = head - 1;
+      head[-1] = p;
+      return;
+    }
+  }
   size_t usable = free_usable_of_malloc(size);
   tessera_free_checked_size(p, usable, usable, true, func);
 }

@@ -24,15 +24,17 @@
 #include "tcache.h"
 #include "thread.h"
 
-/* A block of a cached class that already fits size (a string growing a byte at a
- * time): answered from the free map, like free's fast path, without the page-map walk. */
-static bool fits_cached_class(const void *p, size_t size) {
+/* The class of p when it is a live block of a cached class, answered from the free map
+ * with the checks of free's fast path (p starts a region of the class the page's entry
+ * names and holds no freed-block key), without the page-map walk; -1 for anything else
+ * (a large block, a sampled one, a misuse: the general path finds and names it). */
+static int plain_cached_class(const void *p) {
   const free_map_entry_t *fe = free_map_lookup((uintptr_t)p);
-  if (fe->cache_bin_offset == 0 || size > LOOKUP_MAX) return false;
   unsigned code = fe->cache_bin_offset / (unsigned)sizeof(cache_bin_t);
-  return class_of_lookup[(size + 15) >> 4] == code - 1 &&
-         magic_divides(class_infos[code - 1].magic, free_map_block_offset(fe, (uintptr_t)p)) &&
-         !block_has_freed_key(p); /* a freed block: the slow path names the misuse */
+  if (code == 0 || !magic_divides(class_infos[code - 1].magic, free_map_block_offset(fe, (uintptr_t)p)) ||
+      block_has_freed_key(p))
+    return -1;
+  return (int)code - 1;
 }
 
 /* Large blocks of at least this size that must move are moved by the kernel rather
@@ -102,20 +104,26 @@ PROF_API_ENTRY static void *realloc_hardened_entry(void *p, size_t size) {
 
 static void realloc_hardened_entry_patch(void);
 
-/* realloc: the default entry. */
-PROF_API_ENTRY static void *realloc_default(void *p, size_t size) {
-  if (unlikely(opt_hardened)) {
-    realloc_hardened_entry_patch();
-    return realloc_hardened_entry(p, size);
-  }
-  if (p == NULL) return tessera_malloc_internal(size);
+/* realloc of block p in the default mode: a small block (a string growing, a table
+ * doubling: the common case of programs whose allocator function is realloc, as Lua's
+ * is) found through the free map; everything else through the page map. */
+NOINLINE PROF_API_ENTRY static void *realloc_block(void *p, size_t size) {
   if (size == 0) { /* glibc's behaviour: free and return NULL */
     unsigned c;
     free_lookup_block(p, "realloc()", &c, true); /* a misuse is named realloc's */
     tessera_free_internal(p);
     return NULL;
   }
-  if (fits_cached_class(p, size)) return p;
+  int plain = plain_cached_class(p);
+  if (plain >= 0 && size <= LOOKUP_MAX && class_of_lookup[(size + 15) >> 4] == (unsigned)plain) return p;
+  if (plain >= 0 && plain < NSMALL && size <= (size_t)PTRDIFF_MAX) {
+    void *q = tessera_malloc_internal(size);
+    if (q == NULL) return NULL; /* errno is ENOMEM; p is untouched */
+    size_t old_usable = class_infos[plain].size;
+    memcpy(q, p, size < old_usable ? size : old_usable);
+    tessera_free_internal(p);
+    return q;
+  }
   unsigned c;
   extent_t *e = free_lookup_block(p, "realloc()", &c, true);
   if (unlikely(size > (size_t)PTRDIFF_MAX)) {
@@ -138,6 +146,18 @@ PROF_API_ENTRY static void *realloc_default(void *p, size_t size) {
   memcpy(q, p, size < old_usable ? size : old_usable);
   tessera_free_internal(p);
   return q;
+}
+
+/* realloc: the default entry. realloc(NULL, n) is a malloc, and the only call of
+ * programs that allocate through realloc alone: a test and a jump, before any register
+ * is saved. */
+PROF_API_ENTRY static void *realloc_default(void *p, size_t size) {
+  if (unlikely(opt_hardened)) {
+    realloc_hardened_entry_patch();
+    return realloc_hardened_entry(p, size);
+  }
+  if (p == NULL) return tessera_malloc_internal(size);
+  return realloc_block(p, size);
 }
 
 TESSERA_EXPORT void *realloc(void *p, size_t size) __attribute__((alias("realloc_default")));
