@@ -80,15 +80,17 @@ static unsigned take_regions(arena_t *a, unsigned c, void **out, unsigned n, uns
       if (slab == NULL) break;
     }
     unsigned take = n - got < slab->nfree ? n - got : slab->nfree;
-    uint32_t idx[SLAB_MAX_REGIONS];
-    if (unlikely(opt_hardened)) /* hardened mode: each from a random place on */
-      for (unsigned i = 0; i < take; i++)
-        idx[i] = bitmap_take_from(slab->bitmap, slab->nregs, (unsigned)(((hardened_random() >> 32) * slab->nregs) >> 32));
-    else
-      bitmap_take_lowest(slab->bitmap, &slab->first_word, idx, take); /* lowest addresses first */
+    if (unlikely(opt_hardened)) { /* hardened mode: each from a random place on */
+      for (unsigned i = 0; i < take; i++) {
+        uint32_t idx = bitmap_take_from(slab->bitmap, slab->nregs, (unsigned)(((hardened_random() >> 32) * slab->nregs) >> 32));
+        out[got + i] = (void *)(slab->addr + (size_t)idx * size);
+      }
+    } else {
+      bitmap_take_lowest(slab->bitmap, &slab->first_word, slab->addr, size, out + got, take); /* lowest addresses first */
+    }
+    got += take;
     slab->nfree -= take;
     check_slab(slab);
-    for (unsigned i = 0; i < take; i++) out[got++] = (void *)(slab->addr + (size_t)idx[i] * size);
   }
   tessera_assert(got <= n);
   bin->nmalloc += got;
@@ -160,23 +162,57 @@ void bin_free_locked(arena_t *a, bin_t *bin, extent_t *slab, void *p) {
   bin->curregs--;
 }
 
+/* The end of a run of blocks freed into slab (a cache's neighbours often share a
+ * slab): count of them were freed, and the slab had before free regions. Its free count
+ * and its place in its bin change once per run, not once per block. The slab may empty
+ * and leave the bin: its record may then be gone. */
+static inline __attribute__((always_inline)) void slab_run_freed(arena_t *a, bin_t *bin, extent_t *slab, unsigned before, unsigned count) {
+  slab->nfree = before + count;
+  check_slab(slab);
+  if (slab == bin->current) return;
+  if (slab->nfree == slab->nregs) {
+    if (before > 0 && slab->nregs > 1) heap_remove(&bin->nonfull, slab);
+    slab_empty(a, bin, slab);
+  } else if (before == 0) {
+    heap_insert(&bin->nonfull, slab); /* it was full: it has room again */
+  }
+}
+
 unsigned bin_flush(arena_t *a, unsigned c, void **items, unsigned n) {
   bin_t *bin = &a->bins[c];
   unsigned kept = 0;
   lock_acquire(&bin->lock);
   uint64_t magic = class_infos[c].magic;
   extent_t *slab = NULL;
-  uintptr_t slab_start = 0, slab_bytes = 0; /* neighbours in a cache often share a slab */
+  uintptr_t slab_start = 0, slab_bytes = 0;
+  unsigned before = 0, count = 0; /* the current run: slab's free count before it, blocks in it */
   for (unsigned i = 0; i < n; i++) {
     uintptr_t p = (uintptr_t)items[i];
     if (p - slab_start >= slab_bytes) {
+      if (count > 0) slab_run_freed(a, bin, slab, before, count);
+      count = 0;
       slab = pm_extent(pagemap_get(p));
       slab_start = slab->addr;
       slab_bytes = slab->npages * PAGE;
+      before = slab->nfree;
     }
-    if (slab->arena != a) items[kept++] = items[i]; /* another arena's */
-    else if (!free_region(a, bin, magic, slab, items[i])) slab_bytes = 0; /* look the next one up */
+    if (slab->arena != a) { /* another arena's */
+      items[kept++] = items[i];
+      continue;
+    }
+    tessera_assert(&a->bins[slab->class_id] == bin);
+    uint32_t idx = magic_quotient(magic, (uint32_t)(p - slab_start));
+    tessera_assert(idx < slab->nregs && slab_start + (uintptr_t)idx * class_infos[c].size == p);
+    uint64_t bit = (uint64_t)1 << (idx % 64), word = slab->bitmap[idx / 64];
+    /* Free already: a double free is caught at the second free by the freed-block key
+     * (hardened_key.h), so a block found free here was never handed out (or its key was
+     * overwritten after the first free). */
+    if (unlikely(word & bit)) fatal_pointer("free()", "invalid pointer", (void *)p);
+    slab->bitmap[idx / 64] = word | bit;
+    if (idx / 64 < slab->first_word) slab->first_word = idx / 64;
+    count++;
   }
+  if (count > 0) slab_run_freed(a, bin, slab, before, count);
   tessera_assert(bin->curregs >= n - kept);
   bin->ndalloc += n - kept;
   bin->curregs -= n - kept;

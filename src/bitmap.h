@@ -30,14 +30,16 @@ static inline unsigned bitmap_count(const uint64_t *words, unsigned nbits) {
   return n;
 }
 
-/* Clears the n lowest set bits and writes their indices to out[], in increasing order;
- * at least n bits must be set. *hint is a word below which no bit is set; it is moved
- * past the words emptied. */
-static inline void bitmap_take_lowest(uint64_t *words, uint32_t *hint, uint32_t *out, unsigned n) {
+/* Clears the n lowest set bits and writes, in increasing order, the address of the
+ * region each stands for (base + index * size) to out[]; at least n bits must be set.
+ * *hint is a word below which no bit is set; it is moved past the words emptied. */
+static inline void bitmap_take_lowest(uint64_t *words, uint32_t *hint, uintptr_t base, size_t size, void **out,
+                                      unsigned n) {
   for (unsigned w = *hint; n > 0; w++) {
     uint64_t bits = words[w];
+    uintptr_t word_base = base + (uintptr_t)w * 64 * size;
     for (; bits != 0 && n > 0; n--) {
-      *out++ = w * 64 + (uint32_t)__builtin_ctzll(bits);
+      *out++ = (void *)(word_base + (uintptr_t)__builtin_ctzll(bits) * size);
       bits &= bits - 1;
     }
     words[w] = bits;

@@ -15,11 +15,14 @@ int main(void) {
     bitmap_init_full(words, nbits);
     for (unsigned i = 0; i < nbits; i++) model[i] = true;
     for (unsigned i = nbits; i < nwords * 64; i++) CHECK(!bitmap_get(words, i), "bit %u past the end is clear", i);
-    uint32_t hint = 0, got[SLAB_MAX_REGIONS];
-    /* Taking everything yields 0, 1, 2, ... in order: lowest address first. */
-    bitmap_take_lowest(words, &hint, got, nbits);
+    uint32_t hint = 0;
+    void *got[SLAB_MAX_REGIONS];
+    /* Regions of 48 bytes from base: taking everything yields base, base + 48, ... in
+     * order, lowest address first. */
+    const uintptr_t base = 0x7f0000010000, size = 48;
+    bitmap_take_lowest(words, &hint, base, size, got, nbits);
     for (unsigned i = 0; i < nbits; i++) {
-      CHECK(got[i] == i, "take %u got %u (nbits %u)", i, got[i], nbits);
+      CHECK(got[i] == (void *)(base + i * size), "take %u got %p (nbits %u)", i, got[i], nbits);
       model[i] = false;
     }
     for (unsigned i = 0; i < nwords; i++) CHECK(words[i] == 0, "empty bitmap");
@@ -31,10 +34,10 @@ int main(void) {
         if (!model[i]) { bitmap_set(words, i); model[i] = true; nset++; if (i / 64 < hint) hint = i / 64; }
       } else if (nset > 0) {
         unsigned n = 1 + (unsigned)(unit_rand() % (nset < 8 ? nset : 8));
-        bitmap_take_lowest(words, &hint, got, n);
+        bitmap_take_lowest(words, &hint, base, size, got, n);
         for (unsigned t = 0, k = 0; t < n; t++, k++) {
           while (!model[k]) k++;
-          CHECK(got[t] == k, "take_lowest #%u: %u, model says %u", t, got[t], k);
+          CHECK(got[t] == (void *)(base + k * size), "take_lowest #%u: %p, model says region %u", t, got[t], k);
           model[k] = false;
         }
         nset -= n;
