@@ -409,6 +409,11 @@ void tessera_free_checked_size(void *p, size_t usable, size_t usable_alt, bool u
  * and then free's own. Every other case (another class: the misuse, or a block that is
  * not a plain cached one: sampled, hardened, NULL, a full bin) through
  * tessera_free_checked_size, which names it. */
+NOINLINE static void free_sized_slow(void *p, size_t size, const char *func) {
+  size_t usable = free_usable_of_malloc(size);
+  tessera_free_checked_size(p, usable, usable, true, func);
+}
+
 void tessera_free_sized_internal(void *p, size_t size, const char *func) {
   uintptr_t a = (uintptr_t)p;
   if (likely(size <= LOOKUP_MAX)) {
@@ -426,8 +431,7 @@ void tessera_free_sized_internal(void *p, size_t size, const char *func) {
       return;
     }
   }
-  size_t usable = free_usable_of_malloc(size);
-  tessera_free_checked_size(p, usable, usable, true, func);
+  free_sized_slow(p, size, func); /* a tail call: the fast path saves no register */
 }
 
 TESSERA_EXPORT size_t malloc_usable_size(void *p) { return tessera_usable_size_internal(p, "malloc_usable_size()"); }
