@@ -434,6 +434,28 @@ void tessera_free_sized_internal(void *p, size_t size, const char *func) {
   free_sized_slow(p, size, func); /* a tail call: the fast path saves no register */
 }
 
-TESSERA_EXPORT size_t malloc_usable_size(void *p) { return tessera_usable_size_internal(p, "malloc_usable_size()"); }
+NOINLINE static size_t usable_size_slow(void *p) { return tessera_usable_size_internal(p, "malloc_usable_size()"); }
+
+/* malloc_usable_size: the checks of free's fast path (the free map names a cached class,
+ * p starts a region and holds no freed-block key) and the slab's bitmap (a region never
+ * handed out is free there), without the rest of the block lookup. Programs that count
+ * their memory call it on every malloc and free (Redis's zmalloc does). Everything else,
+ * misuse included, through the general lookup, which names it. */
+TESSERA_EXPORT size_t malloc_usable_size(void *p) {
+  uintptr_t a = (uintptr_t)p;
+  const free_map_entry_t *fe = free_map_lookup(a);
+  unsigned code = fe->cache_bin_offset / (unsigned)sizeof(cache_bin_t);
+  if (likely(code != 0) && likely(!opt_hardened)) {
+    const class_info_t *ci = &class_infos[code - 1];
+    uint32_t offset = free_map_block_offset(fe, a);
+    if (likely(magic_divides(ci->magic, offset) && !block_has_freed_key(p))) {
+      const extent_t *slab = pm_extent(pagemap_get(a));
+      uint32_t idx = magic_quotient(ci->magic, offset);
+      uint64_t word = __atomic_load_n(&slab->bitmap[idx / 64], __ATOMIC_RELAXED);
+      if (likely(!((word >> (idx % 64)) & 1))) return ci->size;
+    }
+  }
+  return usable_size_slow(p);
+}
 
 TESSERA_EXPORT void free_sized(void *p, size_t size) { tessera_free_sized_internal(p, size, "free_sized()"); }

@@ -121,6 +121,20 @@ static void *never_handed_out(void) {
   return launder(p + 3 * usable);
 }
 
+/* A slot of a slab that no thread cache holds and that was never handed out: the
+ * neighbour of a fresh 2 KiB block, its region given back to the slab when the thread's
+ * cache is flushed (a cached region is not free in its slab yet: only the flush can
+ * tell it was never handed out). */
+static void *never_handed_out_flushed(void) {
+  char *p = malloc(2048);
+  TT_CHECK(p != NULL);
+  size_t usable = malloc_usable_size(p);
+  int (*ctl)(const char *, void *, size_t *, void *, size_t) =
+      (int (*)(const char *, void *, size_t *, void *, size_t))dlsym(RTLD_DEFAULT, "tessera_ctl");
+  TT_CHECK(ctl != NULL && ctl("thread.tcache.flush", NULL, NULL, NULL, 0) == 0);
+  return launder(p + usable);
+}
+
 /* free_sized and free_aligned_sized (C23), found at run time: libc may lack them. */
 static void free_sized_call(void *p, size_t size) {
   void (*f)(void *, size_t) = (void (*)(void *, size_t))dlsym(RTLD_DEFAULT, "free_sized");
@@ -288,6 +302,7 @@ static const misuse_case cases[] = {
     {"realloc_freed_large", REALLOC_DOUBLE_FREE, freed_large, misuse_realloc, NULL},
     {"realloc_zero_freed_small", REALLOC_DOUBLE_FREE, freed_small, misuse_realloc_zero, NULL},
     {"free_never_handed_out", FREE_INVALID, never_handed_out, misuse_free_flush, NULL},
+    {"usable_size_never_handed_out", USABLE_INVALID, never_handed_out_flushed, misuse_usable_size, NULL},
     {"free_sized_other_class", "tessera: free_sized(): size of another size class 0x", sized_small,
      misuse_free_sized_64, NULL},
     {"free_aligned_sized_other_class", "tessera: free_aligned_sized(): size of another size class 0x",
