@@ -12,9 +12,13 @@
  *   fastpath mode=pair|batch n=N base=1 the same loop with malloc/free replaced by a
  *                                       static buffer: the bookkeeping to subtract
  *   fastpath mode=pair|batch n=N size=S every block of S bytes: one size class
+ *   fastpath mode=usable n=N            pairs with malloc_usable_size between malloc and
+ *                                       free (programs that count their memory)
  * bench/run counts instructions of mode=pair|batch at two N with callgrind, subtracts the
  * base loop, and divides by the difference in N: instructions per malloc+free pair.
  */
+#include <malloc.h>
+
 #include "common.h"
 
 #define BATCH 1000
@@ -32,6 +36,18 @@ static void run_pair(long long n, int base) {
     void *p = base ? (void *)(fake_heap + size) : malloc(size);
     bench_escape(p);
     if (!base) free(p);
+  }
+}
+
+static void run_usable(long long n, int base) {
+  for (long long i = 0; i < n; i++) {
+    size_t size = cycle_sizes[i & 15];
+    void *p = base ? (void *)(fake_heap + size) : malloc(size);
+    bench_escape(p);
+    if (!base) {
+      bench_escape((void *)(uintptr_t)malloc_usable_size(p));
+      free(p);
+    }
   }
 }
 
@@ -79,11 +95,12 @@ int main(int argc, char **argv) {
   if (fixed > 0) /* one size class: the same loop, every entry of the cycle the same */
     for (int i = 0; i < 16; i++) cycle_sizes[i] = (size_t)fixed;
 
-  if (strcmp(mode, "pair") == 0 || strcmp(mode, "batch") == 0) {
+  if (strcmp(mode, "pair") == 0 || strcmp(mode, "batch") == 0 || strcmp(mode, "usable") == 0) {
     /* Rounded to whole batches so both patterns do exactly n pairs. */
     n = (n + BATCH - 1) / BATCH * BATCH;
     double t0 = bench_now();
     if (mode[0] == 'p') run_pair(n, base);
+    else if (mode[0] == 'u') run_usable(n, base);
     else run_batch(n, base);
     double dt = bench_now() - t0;
     printf("%s: %lld pairs%s in %.3f s\n", mode, n, base ? " (baseline loop)" : "", dt);

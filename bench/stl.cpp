@@ -7,6 +7,8 @@
 // allocator serves (each peer replaces operator new too, or it falls through to malloc).
 //
 //   stl rounds=12 words=200000
+//   stl pairs=N         only N new/delete pairs of a 32-byte object (sized delete): the
+//                       instructions of one pair, counted with callgrind at two N
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -68,7 +70,24 @@ size_t count(const Node &n) {
 
 }  // namespace
 
+// new and sized delete of one object, n times: C++'s fast path.
+static void run_pairs(long long n) {
+  struct Node {
+    uint64_t words[4];
+  };
+  for (long long i = 0; i < n; i++) {
+    Node *volatile p = new Node;
+    delete p;
+  }
+}
+
 int main(int argc, char **argv) {
+  long long pairs = arg(argc, argv, "pairs", 0);
+  if (pairs > 0) {
+    run_pairs(pairs);
+    std::printf("stl: %lld new/delete pairs\n", pairs);
+    return 0;
+  }
   long long rounds = arg(argc, argv, "rounds", 12);
   long long words = arg(argc, argv, "words", 200000);
   Rng rng{12345};
