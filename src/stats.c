@@ -258,7 +258,9 @@ void stats_refresh(stats_snapshot_t *s) {
 }
 
 const arena_stats_t *stats_arena(const stats_snapshot_t *s, size_t i) {
-  static const arena_stats_t zero;
+  /* Not const: a zero struct in .bss takes no file page (in .rodata it made the
+   * library's first segment, resident whole in every process, two pages longer). */
+  static arena_stats_t zero;
   if (i == ARENAS_ALL) return &s->merged;
   if (i >= s->narenas || s->arenas[i] == NULL) return &zero;
   return s->arenas[i];
