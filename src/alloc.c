@@ -259,18 +259,8 @@ NOINLINE PROF_API_ENTRY static void *malloc_slow(size_t size) {
 
 /* The default entry's fast path: the thread cache's pop, else the slow path. */
 static inline __attribute__((always_inline)) void *malloc_default_inline(size_t size) {
-  tcache_t *tc = tls_thread.tcache;
-  if (likely(size <= LOOKUP_MAX)) {
-    cache_bin_t *b = (cache_bin_t *)((char *)tc + tcache_bin_offset_of_size[(size + 15) >> 4]);
-    void **head = b->head;
-    if (likely((uint16_t)(uintptr_t)head != b->low_empty)) {
-      b->head = head + 1;
-      b->nmalloc++;
-      void *p = *head;
-      ((block_word_t *)p)[1] = 0; /* the freed-block key */
-      return p;
-    }
-  }
+  void *p = tcache_pop_size(size);
+  if (likely(p != NULL)) return p;
   return malloc_slow(size);
 }
 

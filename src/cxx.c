@@ -12,6 +12,8 @@
 
 #include "fatal.h"
 #include "frontend.h"
+#include "prof_hooks.h"
+#include "tcache.h"
 
 #define EXPORT TESSERA_EXPORT
 
@@ -34,10 +36,20 @@ static void *new_failed(size_t align, size_t size, int nothrow) {
   fatal("operator new: out of memory and no C++ runtime to throw std::bad_alloc");
 }
 
-static inline void *new_impl(size_t size, int nothrow) {
+/* operator new past the thread cache's pop: malloc's slow path, then the new-handler
+ * loop. In the profiler's section: a tail call leaves no frame of the operator. */
+NOINLINE PROF_API_ENTRY static void *new_slow(size_t size, int nothrow) {
   void *p = tessera_malloc_internal(size);
   if (__builtin_expect(p == NULL, 0)) return new_failed(0, size, nothrow);
   return p;
+}
+
+/* malloc's fast path inline (with prof:true or hardened:true the pop always misses:
+ * their paths are the slow path's), so that new costs what malloc costs. */
+static inline __attribute__((always_inline)) void *new_impl(size_t size, int nothrow) {
+  void *p = tcache_pop_size(size);
+  if (__builtin_expect(p != NULL, 1)) return p;
+  return new_slow(size, nothrow);
 }
 
 static inline void *new_aligned_impl(size_t size, size_t align, int nothrow) {

@@ -9,6 +9,7 @@
 #ifndef TESSERA_TCACHE_H
 #define TESSERA_TCACHE_H
 
+#include "hardened_key.h"
 #include "thread.h"
 #include "types.h"
 
@@ -18,6 +19,21 @@ static inline cache_bin_t *tcache_bin(tcache_t *tc, unsigned c) { return &tc->bi
 /* tcache_bin_offset_of_size[(size + 15) >> 4]: the byte offset in a tcache_t of the bin
  * of any size up to LOOKUP_MAX (malloc's fast path: one load instead of class + 1, << 6). */
 extern INTERNAL uint16_t tcache_bin_offset_of_size[(LOOKUP_MAX >> 4) + 1];
+
+/* malloc's fast path: a block of size's class popped from the calling thread's cache,
+ * or NULL (a size beyond LOOKUP_MAX, an empty bin: the caller's slow path). No call and
+ * no saved register, so that an entry can inline it and tail-call its slow path. */
+static inline __attribute__((always_inline)) void *tcache_pop_size(size_t size) {
+  if (unlikely(size > LOOKUP_MAX)) return NULL;
+  cache_bin_t *b = (cache_bin_t *)((char *)tls_thread.tcache + tcache_bin_offset_of_size[(size + 15) >> 4]);
+  void **head = b->head;
+  if (unlikely((uint16_t)(uintptr_t)head == b->low_empty)) return NULL;
+  b->head = head + 1;
+  b->nmalloc++;
+  void *p = *head;
+  ((block_word_t *)p)[1] = 0; /* the freed-block key (hardened_key.h) */
+  return p;
+}
 
 static inline unsigned cache_bin_count(const cache_bin_t *b) {
   return (unsigned)(b->slots + b->capacity - b->head);
