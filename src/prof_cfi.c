@@ -526,7 +526,8 @@ static void cache_store(uintptr_t pc, uint64_t generation, const row_t *row, boo
 
 /* apply_row for a cached row (same rules, without building a row): the registers kept
  * stay in place, the saved ones are read from the stack, the others become unknown. */
-static prof_step_t apply_cached(const prof_memory_t *mem, const cached_row_t *c, prof_regs_t *regs) {
+static inline __attribute__((always_inline)) prof_step_t apply_cached(const prof_memory_t *mem, const cached_row_t *c,
+                                                                       prof_regs_t *regs) {
   if (!(regs->valid & (1u << c->cfa_reg))) return PROF_STEP_BAD;
   if (c->outermost) return PROF_STEP_END;
   uintptr_t cfa = regs->r[c->cfa_reg] + (uintptr_t)(int64_t)c->cfa_offset;
@@ -554,11 +555,10 @@ static prof_step_t apply_cached(const prof_memory_t *mem, const cached_row_t *c,
   return regs->r[PROF_REG_RIP] ? PROF_STEP_OK : PROF_STEP_END;
 }
 
-prof_step_t prof_cfi_step(const prof_memory_t *mem, prof_regs_t *regs, bool pc_is_return_address) {
-  uintptr_t pc = regs->r[PROF_REG_RIP] - (pc_is_return_address ? 1 : 0);
-  uint64_t generation = mem->modules ? mem->modules->generation : 0;
-  const cached_row_t *hit = cache_slot(pc);
-  if (pc != 0 && hit->pc == pc && hit->generation == generation) return apply_cached(mem, hit, regs);
+/* A step whose row is not cached: the FDE found and its program run (out of line: its
+ * frame is large, and the cached step should not pay for saving it). */
+__attribute__((noinline)) static prof_step_t step_uncached(const prof_memory_t *mem, prof_regs_t *regs, uintptr_t pc,
+                                                           uint64_t generation) {
   machine_t m;
   const prof_module_t *mod = mem->modules ? prof_module_find(mem->modules, pc) : NULL;
   if (!mod || !mod->eh_frame_hdr) return PROF_STEP_NO_FDE;
@@ -577,4 +577,12 @@ prof_step_t prof_cfi_step(const prof_memory_t *mem, prof_regs_t *regs, bool pc_i
   if (!run_program(&m, &f.cie, f.insns, f.insns_end, pc, data_base)) return PROF_STEP_BAD;
   if (pc != 0 && mem->modules) cache_store(pc, generation, &m.row, f.cie.signal_frame);
   return apply_row(mem, &m.row, f.cie.signal_frame, regs);
+}
+
+prof_step_t prof_cfi_step(const prof_memory_t *mem, prof_regs_t *regs, bool pc_is_return_address) {
+  uintptr_t pc = regs->r[PROF_REG_RIP] - (pc_is_return_address ? 1 : 0);
+  uint64_t generation = mem->modules ? mem->modules->generation : 0;
+  const cached_row_t *hit = cache_slot(pc);
+  if (pc != 0 && hit->pc == pc && hit->generation == generation) return apply_cached(mem, hit, regs);
+  return step_uncached(mem, regs, pc, generation);
 }
