@@ -524,6 +524,17 @@ static void cache_store(uintptr_t pc, uint64_t generation, const row_t *row, boo
   *cache_slot(pc) = c;
 }
 
+/* The saved registers of cached row c read one by one with checks (some lie outside the
+ * thread's stack): the valid mask with those read added. Out of line: rare. */
+__attribute__((noinline)) static uint32_t read_saved_checked(const prof_memory_t *mem, const cached_row_t *c,
+                                                             uintptr_t cfa, prof_regs_t *regs, uint32_t valid) {
+  uintptr_t saved[ROW_CACHE_SAVED];
+  for (unsigned k = 0; k < c->nsaved; k++)
+    if (prof_memory_read(mem, cfa + (uintptr_t)(int64_t)c->saved_offset[k], &saved[k])) valid |= 1u << c->saved_reg[k];
+  for (unsigned k = 0; k < c->nsaved; k++) regs->r[c->saved_reg[k]] = saved[k];
+  return valid;
+}
+
 /* apply_row for a cached row (same rules, without building a row): the registers kept
  * stay in place, the saved ones are read from the stack, the others become unknown. */
 static inline __attribute__((always_inline)) prof_step_t apply_cached(const prof_memory_t *mem, const cached_row_t *c,
@@ -541,10 +552,7 @@ static inline __attribute__((always_inline)) prof_step_t apply_cached(const prof
       memcpy(&regs->r[c->saved_reg[k]], (const void *)(cfa + (uintptr_t)(int64_t)c->saved_offset[k]), 8);
     valid |= c->saved_mask;
   } else {
-    uintptr_t saved[ROW_CACHE_SAVED];
-    for (unsigned k = 0; k < c->nsaved; k++)
-      if (prof_memory_read(mem, cfa + (uintptr_t)(int64_t)c->saved_offset[k], &saved[k])) valid |= 1u << c->saved_reg[k];
-    for (unsigned k = 0; k < c->nsaved; k++) regs->r[c->saved_reg[k]] = saved[k];
+    valid = read_saved_checked(mem, c, cfa, regs, valid);
   }
   if (!(valid & (1u << PROF_REG_RIP))) return PROF_STEP_BAD;
   if (c->rsp_is_cfa) {
