@@ -182,10 +182,10 @@ static size_t record_bucket(uintptr_t ptr) {
 #define RECORD_FILTER 1024 /* a power of two */
 static _Atomic uint32_t record_filter[RECORD_FILTER];
 
-static _Atomic uint32_t *filter_slot(uintptr_t ptr) {
+static inline _Atomic uint32_t *filter_slot(uintptr_t ptr) {
   return &record_filter[((uint64_t)ptr * 0x9E3779B97F4A7C15ull) >> 54 & (RECORD_FILTER - 1)];
 }
-static void filter_add(uintptr_t ptr, int32_t delta) {
+static inline void filter_add(uintptr_t ptr, int32_t delta) {
   _Atomic uint32_t *slot = filter_slot(ptr);
   atomic_store_explicit(slot, atomic_load_explicit(slot, memory_order_relaxed) + (uint32_t)delta, memory_order_relaxed);
 }

@@ -3,6 +3,7 @@
 #include "prof_unwind.h"
 
 #include "prof_cfi.h"
+#include "prof_cfi_cache.h"
 #include "prof_maps.h"
 
 #include <stddef.h>
@@ -76,7 +77,7 @@ static void walk(const prof_module_table_t *t, void *arg) {
   w->mem.modules = t;
   bool first = true, use_cfi = t != NULL;
   for (unsigned frames = 0; frames < PROF_DEPTH_MAX + 64; frames++) {
-    prof_step_t s = use_cfi ? prof_cfi_step(&w->mem, w->regs, !first) : PROF_STEP_NO_FDE;
+    prof_step_t s = use_cfi ? prof_cfi_step_inline(&w->mem, w->regs, !first) : PROF_STEP_NO_FDE;
     if (s == PROF_STEP_END || s == PROF_STEP_BAD) return;
     if (s == PROF_STEP_NO_FDE && !step_frame_pointer(&w->mem, w->regs)) return;
     first = false;
