@@ -471,23 +471,35 @@ static prof_step_t apply_row(const prof_memory_t *mem, const row_t *row, bool si
 
 /* ---------------------------------------------------------------- cached rows */
 
-cached_row_t prof_cfi_rows[PROF_CFI_ROWS];
+cached_row_t prof_cfi_rows[PROF_CFI_ROWS] __attribute__((aligned(64)));
 
-static bool fits_int32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
+static bool fits_int16(int64_t v) { return v >= INT16_MIN && v <= INT16_MAX; }
+
+/* Writes *from into slot for lockless readers (prof_cfi_row_copy): its sequence number
+ * odd while it is written. Writers hold the gate. */
+static void row_write(cached_row_t *slot, const cached_row_t *from) {
+  uint32_t seq = slot->seq;
+  __atomic_store_n(&slot->seq, seq + 1, __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  cached_row_t c = *from;
+  c.seq = seq + 1;
+  *slot = c;
+  __atomic_store_n(&slot->seq, seq + 2, __ATOMIC_RELEASE);
+}
 
 static void cache_store(uintptr_t pc, uint64_t generation, const row_t *row, bool signal_frame) {
-  if (row->cfa_expr || row->cfa_reg >= PROF_NREGS || !fits_int32(row->cfa_offset)) return;
+  if (row->cfa_expr || row->cfa_reg >= PROF_NREGS || !fits_int16(row->cfa_offset)) return;
   unsigned ra = row->regs[PROF_REG_RIP].kind;
   if (ra != RULE_OFFSET && ra != RULE_UNDEF) return; /* the common shape only */
-  cached_row_t c = {.pc = pc, .generation = generation, .cfa_offset = (int32_t)row->cfa_offset,
+  cached_row_t c = {.pc = pc, .generation = generation, .cfa_offset = (int16_t)row->cfa_offset,
                     .cfa_reg = (uint8_t)row->cfa_reg, .signal_frame = signal_frame,
                     .rsp_is_cfa = row->regs[PROF_REG_RSP].kind == RULE_SAME, .outermost = ra == RULE_UNDEF};
   for (unsigned i = 0; i < PROF_NREGS; i++) {
     const rule_t *r = &row->regs[i];
     if (r->kind == RULE_SAME && i != PROF_REG_RSP) c.keep_mask |= 1u << i;
-    else if (r->kind == RULE_OFFSET && c.nsaved < ROW_CACHE_SAVED && fits_int32(r->value)) {
+    else if (r->kind == RULE_OFFSET && c.nsaved < ROW_CACHE_SAVED && fits_int16(r->value)) {
       c.saved_reg[c.nsaved] = (uint8_t)i;
-      c.saved_offset[c.nsaved++] = (int32_t)r->value;
+      c.saved_offset[c.nsaved++] = (int16_t)r->value;
     } else if (r->kind != RULE_UNDEF && !(r->kind == RULE_SAME && i == PROF_REG_RSP)) {
       return;
     }
@@ -497,7 +509,9 @@ static void cache_store(uintptr_t pc, uint64_t generation, const row_t *row, boo
     if (k == 0 || c.saved_offset[k] > c.saved_hi) c.saved_hi = c.saved_offset[k];
     c.saved_mask |= 1u << c.saved_reg[k];
   }
-  *prof_cfi_row_slot(pc) = c;
+  cached_row_t *set = prof_cfi_row_set(pc);
+  if (set[0].pc != pc) row_write(&set[1], &set[0]); /* the older row moves to the second way */
+  row_write(&set[0], &c);
 }
 
 uint32_t prof_cfi_read_saved_checked(const prof_memory_t *mem, const cached_row_t *c, uintptr_t cfa, prof_regs_t *regs,

@@ -51,6 +51,8 @@ typedef struct walk {
   prof_memory_t mem;
   uintptr_t *pcs;
   unsigned max, skip, n;
+  const prof_regs_t *start; /* a copy of *regs at the start, for a walk that starts again */
+  unsigned start_skip;
 } walk_t;
 
 /* The caller by frame pointers: [rbp] is the caller's rbp, [rbp + 8] the return address. */
@@ -72,8 +74,32 @@ static bool emit(walk_t *w) {
   return w->n < w->max;
 }
 
+static void restart(walk_t *w) {
+  *w->regs = *w->start;
+  w->skip = w->start_skip;
+  w->n = 0;
+}
+
+/* The walk with cached rows alone, outside the loader's lock (prof_cfi_cache.h): false
+ * when a step cannot be taken so (the walk must then run under the lock). */
+static bool walk_lockless(walk_t *w, uint64_t generation) {
+  prof_memory_t stack_only = {w->mem.stack_lo, w->mem.stack_hi, NULL};
+  bool first = true;
+  for (unsigned frames = 0; frames < PROF_DEPTH_MAX + 64; frames++) {
+    prof_step_t s = prof_cfi_step_lockless(&stack_only, w->regs, !first, generation);
+    if (s == PROF_STEP_NO_FDE) return false;
+    if (s == PROF_STEP_END || s == PROF_STEP_BAD) return true;
+    first = false;
+    if (w->regs->r[PROF_REG_RSP] >= w->mem.stack_hi) return true;
+    if (!emit(w)) return true;
+  }
+  return true;
+}
+
+/* The walk under the loader's lock (t current), or with frame pointers alone (t NULL). */
 static void walk(const prof_module_table_t *t, void *arg) {
   walk_t *w = arg;
+  restart(w);
   w->mem.modules = t;
   bool first = true, use_cfi = t != NULL;
   for (unsigned frames = 0; frames < PROF_DEPTH_MAX + 64; frames++) {
@@ -86,10 +112,23 @@ static void walk(const prof_module_table_t *t, void *arg) {
   }
 }
 
+/* The loader's lock is held only to check the walk (a few hundred instructions) when
+ * every step had a cached row, for the whole walk otherwise. */
 static unsigned capture(walk_t *w, bool use_cfi) {
   if (!stack_bounds(w->regs->r[PROF_REG_RSP], &w->mem.stack_lo, &w->mem.stack_hi)) return 0;
+  prof_regs_t start = *w->regs;
+  w->start = &start;
+  w->start_skip = w->skip;
   /* The capturing function's own frame is not reported. */
-  if (!use_cfi || !prof_modules_locked(walk, w)) walk(NULL, w);
+  if (!use_cfi) {
+    walk(NULL, w);
+    return w->n;
+  }
+  uint64_t generation = prof_modules_generation();
+  prof_modules_verdict_t v;
+  if (generation != 0 && walk_lockless(w, generation)) v = prof_modules_check(generation, walk, w);
+  else v = prof_modules_locked(walk, w) ? PROF_MODULES_RAN : PROF_MODULES_NONE;
+  if (v == PROF_MODULES_NONE) walk(NULL, w);
   return w->n;
 }
 
