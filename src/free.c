@@ -200,6 +200,16 @@ void free_to_arena(extent_t *e, unsigned c, void *p) {
   else free_block_now(e, c, p);
 }
 
+/* prof:true: block p (checked) onto bin b as free's fast path pushes it, if b has room. */
+static inline bool free_push_if_room(cache_bin_t *b, void *p) {
+  void **head = b->head;
+  if ((uint16_t)(uintptr_t)head == b->low_full) return false;
+  block_set_freed_key(p);
+  b->head = head - 1;
+  head[-1] = p;
+  return true;
+}
+
 /* Frees block p of class c, found and checked by free_lookup_block: into the calling
  * thread's cache where its bin caches, else straight to its arena. */
 static void free_checked(void *p, extent_t *e, unsigned c) {
@@ -225,7 +235,12 @@ static void free_checked(void *p, extent_t *e, unsigned c) {
   if (c < NCACHED_MAX && tcache_bin(tc, c)->capacity > 0) {
     /* Here when the bin was full, when the free map is off (free_map.h), or when the
      * profiler sent the block's extent here (prof_hooks.h). */
-    if (unlikely(__atomic_load_n(&e->sampled, __ATOMIC_RELAXED))) prof_block_free(p);
+    if (unlikely(__atomic_load_n(&e->sampled, __ATOMIC_RELAXED))) {
+      prof_block_free(p);
+      /* Sent here by the profiler's mark, not by a full bin (most often): onto the bin as
+       * the fast path would push it. */
+      if (free_push_if_room(tcache_bin(tc, c), p)) return;
+    }
     block_set_freed_key(p);
     tcache_free_slow(tc, c, p);
     return;

@@ -117,11 +117,25 @@ void free_map_set_block(uintptr_t addr, size_t npages, bool slab, unsigned code)
   writer_exit();
 }
 
-void free_map_set_slab_pages(uintptr_t slab, size_t first, size_t npages, unsigned code) {
-  tessera_assert((slab & PAGE_MASK) == 0 && npages >= 1 && code >= 1 && code <= NCACHED_MAX);
-  if (!writer_enter()) return;
-  if (in_home_window(slab + first * PAGE, npages)) write_entries_of(slab, first, first + npages, code);
-  writer_exit();
+/* The profiler's writes touch only entries the map wrote before: those of a live block's
+ * pages, written when it became active. While the mask is on, it has been on since boot
+ * and every block has been in the home window (a block outside it turns the map off for
+ * good), so those entries were written, in covered pages, which the release keeps
+ * mapped: the writes need no writer count (a shared counter, two read-modify-writes a
+ * mark, which sampling threads passed back and forth). Once the mask is off no lookup
+ * reads them, so a write that races with the release is harmless. */
+void free_map_divert_page(uintptr_t page) {
+  uintptr_t mask = __atomic_load_n(&free_map_mask, __ATOMIC_ACQUIRE);
+  if (mask != 0) __atomic_store_n(&free_map_entries[(page >> LG_PAGE) & mask].cache_bin_offset, 0, __ATOMIC_RELAXED);
+}
+
+void free_map_restore_pages(uintptr_t first, size_t npages, unsigned code) {
+  tessera_assert((first & PAGE_MASK) == 0 && code >= 1 && code <= NCACHED_MAX);
+  uintptr_t mask = __atomic_load_n(&free_map_mask, __ATOMIC_ACQUIRE);
+  if (mask == 0) return;
+  uint32_t offset = code * (uint32_t)sizeof(cache_bin_t);
+  for (size_t k = 0; k < npages; k++)
+    __atomic_store_n(&free_map_entries[((first >> LG_PAGE) + k) & mask].cache_bin_offset, offset, __ATOMIC_RELAXED);
 }
 
 void free_map_clear_block(uintptr_t addr, size_t npages, bool slab) {

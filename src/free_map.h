@@ -58,9 +58,13 @@ void free_map_boot(void);
 /* Marks the pages of a block of cached class c (code c + 1): every page of a slab, the
  * first page of a large block. Code 0 clears them (a block not of a cached class). */
 void free_map_set_block(uintptr_t addr, size_t npages, bool slab, unsigned code);
-/* The same for pages [first, first + npages) of the slab at slab only (the heap
- * profiler gives back the entries it cleared around its sampled blocks). */
-void free_map_set_slab_pages(uintptr_t slab, size_t first, size_t npages, unsigned code);
+/* The heap profiler's marks (prof_hooks.c). A sampled block's first page, page, sent to
+ * free's slow path: its entry's bin offset becomes 0 (bins[0], which never caches), its
+ * offset stays. Then pages [first, first + npages) of a block of code `code` given their
+ * bin offset back. Both do nothing while the map is off (an entry of a page of the
+ * heap's is written once the map is on: writing only the bin offset is enough). */
+void free_map_divert_page(uintptr_t page);
+void free_map_restore_pages(uintptr_t first, size_t npages, unsigned code);
 /* Clears what free_map_set_block wrote. */
 void free_map_clear_block(uintptr_t addr, size_t npages, bool slab);
 bool free_map_enabled(void);

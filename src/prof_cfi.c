@@ -3,6 +3,7 @@
  * (section 6.4, call frame information) and the LSB's .eh_frame / .eh_frame_hdr
  * chapter. */
 #include "prof_cfi.h"
+#include "prof_cfi_cache.h"
 
 #include <string.h>
 
@@ -468,50 +469,37 @@ static prof_step_t apply_row(const prof_memory_t *mem, const row_t *row, bool si
   return next.r[PROF_REG_RIP] ? PROF_STEP_OK : PROF_STEP_END;
 }
 
-/*
- * Rows already computed, by PC: a program's samples come from a few hundred call sites,
- * and finding the FDE and running its program costs thousands of instructions a frame
- * (docs/profiling.md). Only the common shape is kept: the CFA a register plus an
- * offset, every register the same, undefined or saved at an offset from the CFA. Read
- * and written only under the profiler's gate (prof_modules_locked), and tagged with the
- * module table's generation, so a PC of a module unloaded since is never trusted.
- */
-#define ROW_CACHE_SIZE 512 /* a power of two */
-#define ROW_CACHE_SAVED 8  /* registers saved at an offset from the CFA, at most */
-typedef struct cached_row {
-  uintptr_t pc; /* 0: empty */
-  uint64_t generation;
-  int32_t cfa_offset;
-  uint8_t cfa_reg;
-  bool signal_frame;
-  bool rsp_is_cfa;    /* the stack pointer's rule is "same": the caller's is the CFA */
-  bool outermost;     /* the return address is undefined: the walk ends here */
-  uint8_t nsaved;
-  uint32_t keep_mask; /* registers whose rule is "same" (the rest are undefined) */
-  uint8_t saved_reg[ROW_CACHE_SAVED];
-  int32_t saved_offset[ROW_CACHE_SAVED];
-  int32_t saved_lo, saved_hi; /* the lowest and highest saved_offset (nsaved > 0) */
-  uint32_t saved_mask;        /* the registers saved_reg names */
-} cached_row_t;
-static cached_row_t row_cache[ROW_CACHE_SIZE];
+/* ---------------------------------------------------------------- cached rows */
 
-static cached_row_t *cache_slot(uintptr_t pc) { return &row_cache[(pc * 0x9E3779B97F4A7C15ull) >> 55 & (ROW_CACHE_SIZE - 1)]; }
+cached_row_t prof_cfi_rows[PROF_CFI_ROWS] __attribute__((aligned(64)));
 
-static bool fits_int32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
+static bool fits_int16(int64_t v) { return v >= INT16_MIN && v <= INT16_MAX; }
+
+/* Writes *from into slot for lockless readers (prof_cfi_row_copy): its sequence number
+ * odd while it is written. Writers hold the gate. */
+static void row_write(cached_row_t *slot, const cached_row_t *from) {
+  uint32_t seq = slot->seq;
+  __atomic_store_n(&slot->seq, seq + 1, __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  cached_row_t c = *from;
+  c.seq = seq + 1;
+  *slot = c;
+  __atomic_store_n(&slot->seq, seq + 2, __ATOMIC_RELEASE);
+}
 
 static void cache_store(uintptr_t pc, uint64_t generation, const row_t *row, bool signal_frame) {
-  if (row->cfa_expr || row->cfa_reg >= PROF_NREGS || !fits_int32(row->cfa_offset)) return;
+  if (row->cfa_expr || row->cfa_reg >= PROF_NREGS || !fits_int16(row->cfa_offset)) return;
   unsigned ra = row->regs[PROF_REG_RIP].kind;
   if (ra != RULE_OFFSET && ra != RULE_UNDEF) return; /* the common shape only */
-  cached_row_t c = {.pc = pc, .generation = generation, .cfa_offset = (int32_t)row->cfa_offset,
+  cached_row_t c = {.pc = pc, .generation = generation, .cfa_offset = (int16_t)row->cfa_offset,
                     .cfa_reg = (uint8_t)row->cfa_reg, .signal_frame = signal_frame,
                     .rsp_is_cfa = row->regs[PROF_REG_RSP].kind == RULE_SAME, .outermost = ra == RULE_UNDEF};
   for (unsigned i = 0; i < PROF_NREGS; i++) {
     const rule_t *r = &row->regs[i];
     if (r->kind == RULE_SAME && i != PROF_REG_RSP) c.keep_mask |= 1u << i;
-    else if (r->kind == RULE_OFFSET && c.nsaved < ROW_CACHE_SAVED && fits_int32(r->value)) {
+    else if (r->kind == RULE_OFFSET && c.nsaved < ROW_CACHE_SAVED && fits_int16(r->value)) {
       c.saved_reg[c.nsaved] = (uint8_t)i;
-      c.saved_offset[c.nsaved++] = (int32_t)r->value;
+      c.saved_offset[c.nsaved++] = (int16_t)r->value;
     } else if (r->kind != RULE_UNDEF && !(r->kind == RULE_SAME && i == PROF_REG_RSP)) {
       return;
     }
@@ -521,44 +509,23 @@ static void cache_store(uintptr_t pc, uint64_t generation, const row_t *row, boo
     if (k == 0 || c.saved_offset[k] > c.saved_hi) c.saved_hi = c.saved_offset[k];
     c.saved_mask |= 1u << c.saved_reg[k];
   }
-  *cache_slot(pc) = c;
+  cached_row_t *set = prof_cfi_row_set(pc);
+  if (set[0].pc != pc) row_write(&set[1], &set[0]); /* the older row moves to the second way */
+  row_write(&set[0], &c);
 }
 
-/* apply_row for a cached row (same rules, without building a row): the registers kept
- * stay in place, the saved ones are read from the stack, the others become unknown. */
-static prof_step_t apply_cached(const prof_memory_t *mem, const cached_row_t *c, prof_regs_t *regs) {
-  if (!(regs->valid & (1u << c->cfa_reg))) return PROF_STEP_BAD;
-  if (c->outermost) return PROF_STEP_END;
-  uintptr_t cfa = regs->r[c->cfa_reg] + (uintptr_t)(int64_t)c->cfa_offset;
-  if (!c->signal_frame && cfa <= regs->r[PROF_REG_RSP]) return PROF_STEP_BAD; /* must move up */
-  uint32_t valid = regs->valid & c->keep_mask;
-  uintptr_t lo = cfa + (uintptr_t)(int64_t)c->saved_lo, hi = cfa + (uintptr_t)(int64_t)c->saved_hi;
-  if (((lo | hi) & 7) == 0 && lo >= mem->stack_lo && hi >= lo && hi + 8 <= mem->stack_hi) {
-    /* Every saved register in the thread's stack (the common case): one bounds check.
-     * (A row without saved registers has lo = hi = cfa: the check only costs.) */
-    for (unsigned k = 0; k < c->nsaved; k++)
-      memcpy(&regs->r[c->saved_reg[k]], (const void *)(cfa + (uintptr_t)(int64_t)c->saved_offset[k]), 8);
-    valid |= c->saved_mask;
-  } else {
-    uintptr_t saved[ROW_CACHE_SAVED];
-    for (unsigned k = 0; k < c->nsaved; k++)
-      if (prof_memory_read(mem, cfa + (uintptr_t)(int64_t)c->saved_offset[k], &saved[k])) valid |= 1u << c->saved_reg[k];
-    for (unsigned k = 0; k < c->nsaved; k++) regs->r[c->saved_reg[k]] = saved[k];
-  }
-  if (!(valid & (1u << PROF_REG_RIP))) return PROF_STEP_BAD;
-  if (c->rsp_is_cfa) {
-    regs->r[PROF_REG_RSP] = cfa;
-    valid |= 1u << PROF_REG_RSP;
-  }
-  regs->valid = valid;
-  return regs->r[PROF_REG_RIP] ? PROF_STEP_OK : PROF_STEP_END;
+uint32_t prof_cfi_read_saved_checked(const prof_memory_t *mem, const cached_row_t *c, uintptr_t cfa, prof_regs_t *regs,
+                                     uint32_t valid) {
+  uintptr_t saved[ROW_CACHE_SAVED];
+  for (unsigned k = 0; k < c->nsaved; k++)
+    if (prof_memory_read(mem, cfa + (uintptr_t)(int64_t)c->saved_offset[k], &saved[k])) valid |= 1u << c->saved_reg[k];
+  for (unsigned k = 0; k < c->nsaved; k++) regs->r[c->saved_reg[k]] = saved[k];
+  return valid;
 }
 
-prof_step_t prof_cfi_step(const prof_memory_t *mem, prof_regs_t *regs, bool pc_is_return_address) {
-  uintptr_t pc = regs->r[PROF_REG_RIP] - (pc_is_return_address ? 1 : 0);
-  uint64_t generation = mem->modules ? mem->modules->generation : 0;
-  const cached_row_t *hit = cache_slot(pc);
-  if (pc != 0 && hit->pc == pc && hit->generation == generation) return apply_cached(mem, hit, regs);
+/* A step whose row is not cached: the FDE found and its program run (out of line: its
+ * frame is large, and the cached step should not pay for saving it). */
+prof_step_t prof_cfi_step_uncached(const prof_memory_t *mem, prof_regs_t *regs, uintptr_t pc, uint64_t generation) {
   machine_t m;
   const prof_module_t *mod = mem->modules ? prof_module_find(mem->modules, pc) : NULL;
   if (!mod || !mod->eh_frame_hdr) return PROF_STEP_NO_FDE;
@@ -577,4 +544,8 @@ prof_step_t prof_cfi_step(const prof_memory_t *mem, prof_regs_t *regs, bool pc_i
   if (!run_program(&m, &f.cie, f.insns, f.insns_end, pc, data_base)) return PROF_STEP_BAD;
   if (pc != 0 && mem->modules) cache_store(pc, generation, &m.row, f.cie.signal_frame);
   return apply_row(mem, &m.row, f.cie.signal_frame, regs);
+}
+
+prof_step_t prof_cfi_step(const prof_memory_t *mem, prof_regs_t *regs, bool pc_is_return_address) {
+  return prof_cfi_step_inline(mem, regs, pc_is_return_address);
 }

@@ -96,28 +96,22 @@ static void dump_if_peak(void) {
 
 /* A sampled block of a cached class stays where the cache put it: its extent (a slab, or
  * a large block of the class) counts its sampled blocks in `sampled`, and the free-map
- * entries of the pages the block spans are cleared, so that every free there takes
- * free's slow path, which tells the profiler (prof_block_free). When its last sampled
- * block goes, the span of pages its sampled blocks cleared (sampled_first to
- * sampled_last) is written again. Both run under the profiler's
- * table lock (prof_record_alloc_marked). */
+ * entry of the block's first page (the one free looks up) sends every free there to
+ * free's slow path, which tells the profiler (prof_block_free). When the extent's last
+ * sampled block goes, the span of first pages its sampled blocks diverted (sampled_first
+ * to sampled_last) gets its entries back (the pages between were never diverted and are
+ * written the same). Both run under the profiler's table lock (prof_record_alloc_marked). */
 _Static_assert(SLAB_MAX_PAGES <= UINT8_MAX + 1, "a slab's page index fits extent_t.sampled_first");
 static bool mark_in_place(uintptr_t p) {
-  pm_entry_t entry = pagemap_get(p);
-  extent_t *e = pm_extent(entry);
+  extent_t *e = pm_extent(pagemap_get(p));
   uint8_t n = __atomic_load_n(&e->sampled, __ATOMIC_RELAXED);
   if (n == UINT8_MAX) return false;
   __atomic_store_n(&e->sampled, (uint8_t)(n + 1), __ATOMIC_RELAXED);
-  if (e->state != EXTENT_SLAB) {
-    free_map_clear_block(e->addr, e->npages, false); /* a large block: its first page */
-  } else { /* the pages the block spans only: the slab's other frees keep the fast path */
-    uintptr_t first = p & ~(uintptr_t)PAGE_MASK;
-    uintptr_t last = (p + class_infos[pm_code(entry) - 1].size - 1) & ~(uintptr_t)PAGE_MASK;
-    free_map_clear_block(first, (last - first) / PAGE + 1, true);
-    uint8_t first_page = (uint8_t)((first - e->addr) / PAGE), last_page = (uint8_t)((last - e->addr) / PAGE);
-    if (n == 0 || first_page < e->sampled_first) e->sampled_first = first_page;
-    if (n == 0 || last_page > e->sampled_last) e->sampled_last = last_page;
-  }
+  uintptr_t page = p & ~(uintptr_t)PAGE_MASK;
+  free_map_divert_page(page);
+  uint8_t index = (uint8_t)((page - e->addr) >> LG_PAGE);
+  if (n == 0 || index < e->sampled_first) e->sampled_first = index;
+  if (n == 0 || index > e->sampled_last) e->sampled_last = index;
   return true;
 }
 
@@ -127,9 +121,8 @@ static void forget_in_place(uintptr_t p) {
   uint8_t n = __atomic_load_n(&e->sampled, __ATOMIC_RELAXED) - 1;
   __atomic_store_n(&e->sampled, n, __ATOMIC_RELAXED);
   if (n != 0) return;
-  if (e->state != EXTENT_SLAB) free_map_set_block(e->addr, e->npages, false, pm_code(entry));
-  else /* the span its sampled blocks cleared, not the whole slab (up to 32 pages) */
-    free_map_set_slab_pages(e->addr, e->sampled_first, (size_t)(e->sampled_last - e->sampled_first) + 1, pm_code(entry));
+  free_map_restore_pages(e->addr + ((uintptr_t)e->sampled_first << LG_PAGE),
+                         (size_t)(e->sampled_last - e->sampled_first) + 1, pm_code(entry));
 }
 
 static const prof_mark_t in_place = {mark_in_place, forget_in_place};

@@ -15,10 +15,10 @@
  *
  * A sampled block of a cached class comes from the cache like any other
  * (prof_block_record_in_place): its extent (slab, or large block of the class) counts
- * it in `sampled`, and the free-map entries of the pages it spans are cleared (the span
- * they cleared written again when the extent's last sampled block goes), so every free there
- * takes free's slow path, which tells the profiler (prof_block_free) when the extent
- * is marked. Any other sampled allocation (large,
+ * it in `sampled`, and the free-map entry of its first page (the one free looks up) is
+ * diverted to bins[0] (written back when the extent's last sampled block goes), so every
+ * free there takes free's slow path, which tells the profiler (prof_block_free) when the
+ * extent is marked. Any other sampled allocation (large,
  * aligned, zeroed large, mallocx with an arena) gets a large extent of its own, marked
  * `sampled` and mapped as an uncached large block (CODE_LARGE), whatever its size:
  * its free misses free's fast path the same way.

@@ -36,10 +36,17 @@ double prof_log(double x) {
   /* atanh(s) = s (1 + s^2/3 + s^4/5 + ... + s^20/21), by Horner's rule with the
    * reciprocals as constants: one division in all (the series' own eleven cost more
    * than the rest of a sampling interval's draw). */
-  static const double inv_odd[] = {1.0,       1.0 / 3,  1.0 / 5,  1.0 / 7,  1.0 / 9, 1.0 / 11,
-                                   1.0 / 13,  1.0 / 15, 1.0 / 17, 1.0 / 19, 1.0 / 21};
-  double s = (m - 1) / (m + 1), s2 = s * s, poly = inv_odd[10];
-  for (int k = 9; k >= 0; k--) poly = poly * s2 + inv_odd[k];
+  double s = (m - 1) / (m + 1), s2 = s * s, poly = 1.0 / 21; /* written out: no loop */
+  poly = poly * s2 + 1.0 / 19;
+  poly = poly * s2 + 1.0 / 17;
+  poly = poly * s2 + 1.0 / 15;
+  poly = poly * s2 + 1.0 / 13;
+  poly = poly * s2 + 1.0 / 11;
+  poly = poly * s2 + 1.0 / 9;
+  poly = poly * s2 + 1.0 / 7;
+  poly = poly * s2 + 1.0 / 5;
+  poly = poly * s2 + 1.0 / 3;
+  poly = poly * s2 + 1.0;
   return e * LN2 + 2 * s * poly;
 }
 

@@ -12,6 +12,9 @@ static prof_module_table_t table;
 static unsigned table_capacity;
 static unsigned long long built_adds, built_subs;
 static bool built;
+/* The generation of the table as last built, for walks outside the loader's lock (0: none
+ * yet, or the loader gives no load/unload counters to check it against). */
+static uint64_t published_generation;
 static char exe_path[4096];
 
 typedef struct collect_ctx {
@@ -128,7 +131,8 @@ static void refresh(void) {
 typedef struct locked_ctx {
   void (*fn)(const prof_module_table_t *t, void *arg);
   void *arg;
-  bool ran;
+  uint64_t unless_generation; /* nonzero: fn is not run if the table is still this one */
+  bool ran, current;
 } locked_ctx_t;
 
 static int locked_cb(struct dl_phdr_info *info, size_t size, void *arg) {
@@ -140,6 +144,10 @@ static int locked_cb(struct dl_phdr_info *info, size_t size, void *arg) {
     built_adds = adds;
     built_subs = subs;
     built = true;
+    __atomic_store_n(&published_generation, have_counters ? table.generation : 0, __ATOMIC_RELEASE);
+  } else if (c->unless_generation != 0 && c->unless_generation == table.generation) {
+    c->current = true; /* nothing loaded or unloaded since that table was built */
+    return 1;
   }
   c->fn(&table, c->arg);
   c->ran = true;
@@ -152,11 +160,22 @@ static int locked_cb(struct dl_phdr_info *info, size_t size, void *arg) {
 static lock_t gate;
 
 bool prof_modules_locked(void (*fn)(const prof_module_table_t *t, void *arg), void *arg) {
-  locked_ctx_t c = {fn, arg, false};
+  locked_ctx_t c = {fn, arg, 0, false, false};
   lock_acquire(&gate);
   dl_iterate_phdr(locked_cb, &c);
   lock_release(&gate);
   return c.ran;
+}
+
+uint64_t prof_modules_generation(void) { return __atomic_load_n(&published_generation, __ATOMIC_ACQUIRE); }
+
+prof_modules_verdict_t prof_modules_check(uint64_t generation, void (*fn)(const prof_module_table_t *t, void *arg),
+                                          void *arg) {
+  locked_ctx_t c = {fn, arg, generation, false, false};
+  lock_acquire(&gate);
+  dl_iterate_phdr(locked_cb, &c);
+  lock_release(&gate);
+  return c.current ? PROF_MODULES_CURRENT : c.ran ? PROF_MODULES_RAN : PROF_MODULES_NONE;
 }
 
 size_t prof_modules_bytes(void) { return __atomic_load_n(&table_capacity, __ATOMIC_RELAXED) * sizeof(prof_module_t); }

@@ -59,6 +59,21 @@ typedef struct prof_module_table {
 /* Runs fn(table, arg) with the loader's lock held and the table current. Returns false
  * (without calling fn) only if dl_iterate_phdr found no module at all. */
 bool prof_modules_locked(void (*fn)(const prof_module_table_t *t, void *arg), void *arg);
+/* For work done outside the loader's lock that read nothing of a module, only what was
+ * learned from the table of one generation (the unwinder's cached rows): that generation,
+ * 0 if none can be checked. */
+uint64_t prof_modules_generation(void);
+/* Then, under the loader's lock: whether the table is still that of generation and no
+ * module was loaded or unloaded since it was built (the loader's dlpi_adds and dlpi_subs
+ * only grow), so that the work stands; otherwise fn runs as prof_modules_locked runs it
+ * (the table refreshed first). */
+typedef enum {
+  PROF_MODULES_CURRENT, /* the work stands; fn was not run */
+  PROF_MODULES_RAN,     /* fn ran with the current table */
+  PROF_MODULES_NONE     /* no module found: fn was not run */
+} prof_modules_verdict_t;
+prof_modules_verdict_t prof_modules_check(uint64_t generation, void (*fn)(const prof_module_table_t *t, void *arg),
+                                          void *arg);
 /* Bytes of the table (for the profiler's own memory, prof_meta.h). */
 size_t prof_modules_bytes(void);
 /* fork: the gate around the profiler's loader-lock sections, first in the lock order

@@ -137,14 +137,20 @@ static bool stack_table_grow(void) {
   return true;
 }
 
-/* The interned copy of a stack; NULL at the bound or without memory. Lock held. */
-static prof_stack_t *stack_intern(const uintptr_t *pcs, unsigned depth) {
-  uint64_t h = hash_pcs(pcs, depth);
+static bool same_pcs(const uintptr_t *a, const uintptr_t *b, unsigned depth) {
+  for (unsigned i = 0; i < depth; i++) /* a few frames: no call to memcmp */
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
+/* The interned copy of a stack of hash h (hash_pcs); NULL at the bound or without
+ * memory. Lock held. */
+static prof_stack_t *stack_intern(const uintptr_t *pcs, unsigned depth, uint64_t h) {
   if (stack_capacity) {
     for (size_t j = h & (stack_capacity - 1);; j = (j + 1) & (stack_capacity - 1)) {
       prof_stack_t *s = stack_slots[j];
       if (!s) break;
-      if (s->hash == h && s->depth == depth && memcmp(s->pcs, pcs, depth * sizeof(*pcs)) == 0) return s;
+      if (s->hash == h && s->depth == depth && same_pcs(s->pcs, pcs, depth)) return s;
     }
   }
   if (stack_count >= config.max_stacks) return NULL;
@@ -167,6 +173,21 @@ static prof_stack_t *stack_intern(const uintptr_t *pcs, unsigned depth) {
 
 static size_t record_bucket(uintptr_t ptr) {
   return (size_t)(((uint64_t)ptr * 0x9E3779B97F4A7C15ull) >> 20) & (record_nbuckets - 1);
+}
+
+/* How many live records hash to each slot (written under the lock, read without it), so
+ * that a free on a marked page of a block that is not sampled (its neighbours') most
+ * often leaves without the lock. A block's record is in before malloc returns it, so any
+ * free of it, ordered after that return, sees its slot's count at 1 or more. */
+#define RECORD_FILTER 1024 /* a power of two */
+static _Atomic uint32_t record_filter[RECORD_FILTER];
+
+static inline _Atomic uint32_t *filter_slot(uintptr_t ptr) {
+  return &record_filter[((uint64_t)ptr * 0x9E3779B97F4A7C15ull) >> 54 & (RECORD_FILTER - 1)];
+}
+static inline void filter_add(uintptr_t ptr, int32_t delta) {
+  _Atomic uint32_t *slot = filter_slot(ptr);
+  atomic_store_explicit(slot, atomic_load_explicit(slot, memory_order_relaxed) + (uint32_t)delta, memory_order_relaxed);
 }
 
 static bool record_buckets_grow(void) {
@@ -226,7 +247,9 @@ static void counts_remove(prof_counts_t *c, size_t usize, double weight) {
 /* Forgets record r (taken off its chain already). Lock held. */
 static void record_forget(prof_record_t *r) {
   counts_remove(&r->stack->counts, r->usize, r->weight);
-  atomic_fetch_sub_explicit(&sampled_padding, padding_of(r), memory_order_relaxed);
+  size_t padding = padding_of(r);
+  if (padding != 0) atomic_fetch_sub_explicit(&sampled_padding, padding, memory_order_relaxed);
+  filter_add(r->ptr, -1);
   if (r->mark) r->mark->forget(r->ptr);
 }
 
@@ -256,10 +279,11 @@ static double weight_of(size_t usize, uint64_t mean) {
 bool prof_record_alloc_marked(void *ptr, size_t usize, const uintptr_t *pcs, unsigned depth, const prof_mark_t *mark) {
   if (!ptr) return false;
   if (depth > config.max_depth) depth = config.max_depth;
+  uint64_t hash = hash_pcs(pcs, depth); /* before the lock: it is held for less */
   lock_acquire(&prof_lock);
   double weight = weight_of(usize, prof_sample_period());
   bool ok = false;
-  prof_stack_t *s = record_count < config.max_records ? stack_intern(pcs, depth) : NULL;
+  prof_stack_t *s = record_count < config.max_records ? stack_intern(pcs, depth, hash) : NULL;
   if (s && (record_count + 1 <= record_nbuckets * 2 || record_buckets_grow())) {
     prof_record_t *r = record_new();
     if (r && mark && !mark->mark((uintptr_t)ptr)) { /* cannot be marked: not sampled */
@@ -277,8 +301,10 @@ bool prof_record_alloc_marked(void *ptr, size_t usize, const uintptr_t *pcs, uns
       r->next = record_buckets[j];
       record_buckets[j] = r;
       record_count++;
+      filter_add(r->ptr, 1);
       counts_add(&s->counts, usize, weight, false);
-      atomic_fetch_add_explicit(&sampled_padding, padding_of(r), memory_order_relaxed);
+      size_t padding = padding_of(r);
+      if (padding != 0) atomic_fetch_add_explicit(&sampled_padding, padding, memory_order_relaxed);
       ok = true;
     }
   }
@@ -288,6 +314,7 @@ bool prof_record_alloc_marked(void *ptr, size_t usize, const uintptr_t *pcs, uns
 }
 
 bool prof_record_free(void *ptr) {
+  if (atomic_load_explicit(filter_slot((uintptr_t)ptr), memory_order_relaxed) == 0) return false;
   lock_acquire(&prof_lock);
   prof_record_t *found = NULL;
   if (record_nbuckets) {
@@ -344,6 +371,7 @@ void prof_sample_reset(unsigned lg_sample) {
   for (size_t i = 0; i < record_nbuckets; i++) {
     for (prof_record_t *r = record_buckets[i], *next; r; r = next) {
       next = r->next;
+      filter_add(r->ptr, -1);
       if (r->mark) r->mark->forget(r->ptr);
       r->next = record_free_list;
       record_free_list = r;

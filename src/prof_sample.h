@@ -32,7 +32,7 @@ typedef struct prof_thread {
   /* Set by an allocator entry around its sampled allocation (PROF_SAMPLE_FROM_HERE):
    * the capture starts from these registers (prof_unwind_capture_from) instead of
    * unwinding the allocator's own frames. NULL: a full capture. */
-  const prof_regs_t *unwind_start;
+  prof_regs_t *unwind_start;
 } prof_thread_t;
 
 /* How the allocator marks a sampled block so that its free reaches the profiler. */

@@ -3,6 +3,7 @@
 #include "prof_unwind.h"
 
 #include "prof_cfi.h"
+#include "prof_cfi_cache.h"
 #include "prof_maps.h"
 
 #include <stddef.h>
@@ -46,10 +47,12 @@ static bool stack_bounds(uintptr_t sp, uintptr_t *lo, uintptr_t *hi) {
 }
 
 typedef struct walk {
-  prof_regs_t regs;
+  prof_regs_t *regs; /* the frame being left, updated in place */
   prof_memory_t mem;
   uintptr_t *pcs;
   unsigned max, skip, n;
+  const prof_regs_t *start; /* a copy of *regs at the start, for a walk that starts again */
+  unsigned start_skip;
 } walk_t;
 
 /* The caller by frame pointers: [rbp] is the caller's rbp, [rbp + 8] the return address. */
@@ -67,50 +70,89 @@ static bool step_frame_pointer(const prof_memory_t *mem, prof_regs_t *regs) {
 /* Records the current frame's PC (after skipping) and says whether to go on. */
 static bool emit(walk_t *w) {
   if (w->skip > 0) w->skip--;
-  else w->pcs[w->n++] = w->regs.r[PROF_REG_RIP];
+  else w->pcs[w->n++] = w->regs->r[PROF_REG_RIP];
   return w->n < w->max;
 }
 
+static void restart(walk_t *w) {
+  *w->regs = *w->start;
+  w->skip = w->start_skip;
+  w->n = 0;
+}
+
+/* The walk with cached rows alone, outside the loader's lock (prof_cfi_cache.h): false
+ * when a step cannot be taken so (the walk must then run under the lock). */
+static bool walk_lockless(walk_t *w, uint64_t generation) {
+  prof_memory_t stack_only = {w->mem.stack_lo, w->mem.stack_hi, NULL};
+  bool first = true;
+  for (unsigned frames = 0; frames < PROF_DEPTH_MAX + 64; frames++) {
+    prof_step_t s = prof_cfi_step_lockless(&stack_only, w->regs, !first, generation);
+    if (s == PROF_STEP_NO_FDE) return false;
+    if (s == PROF_STEP_END || s == PROF_STEP_BAD) return true;
+    first = false;
+    if (w->regs->r[PROF_REG_RSP] >= w->mem.stack_hi) return true;
+    if (!emit(w)) return true;
+  }
+  return true;
+}
+
+/* The walk under the loader's lock (t current), or with frame pointers alone (t NULL). */
 static void walk(const prof_module_table_t *t, void *arg) {
   walk_t *w = arg;
+  restart(w);
   w->mem.modules = t;
   bool first = true, use_cfi = t != NULL;
   for (unsigned frames = 0; frames < PROF_DEPTH_MAX + 64; frames++) {
-    prof_step_t s = use_cfi ? prof_cfi_step(&w->mem, &w->regs, !first) : PROF_STEP_NO_FDE;
+    prof_step_t s = use_cfi ? prof_cfi_step_inline(&w->mem, w->regs, !first) : PROF_STEP_NO_FDE;
     if (s == PROF_STEP_END || s == PROF_STEP_BAD) return;
-    if (s == PROF_STEP_NO_FDE && !step_frame_pointer(&w->mem, &w->regs)) return;
+    if (s == PROF_STEP_NO_FDE && !step_frame_pointer(&w->mem, w->regs)) return;
     first = false;
-    if (w->regs.r[PROF_REG_RSP] >= w->mem.stack_hi) return;
+    if (w->regs->r[PROF_REG_RSP] >= w->mem.stack_hi) return;
     if (!emit(w)) return;
   }
 }
 
+/* The loader's lock is held only to check the walk (a few hundred instructions) when
+ * every step had a cached row, for the whole walk otherwise. */
 static unsigned capture(walk_t *w, bool use_cfi) {
-  if (!stack_bounds(w->regs.r[PROF_REG_RSP], &w->mem.stack_lo, &w->mem.stack_hi)) return 0;
+  if (!stack_bounds(w->regs->r[PROF_REG_RSP], &w->mem.stack_lo, &w->mem.stack_hi)) return 0;
+  prof_regs_t start = *w->regs;
+  w->start = &start;
+  w->start_skip = w->skip;
   /* The capturing function's own frame is not reported. */
-  if (!use_cfi || !prof_modules_locked(walk, w)) walk(NULL, w);
+  if (!use_cfi) {
+    walk(NULL, w);
+    return w->n;
+  }
+  uint64_t generation = prof_modules_generation();
+  prof_modules_verdict_t v;
+  if (generation != 0 && walk_lockless(w, generation)) v = prof_modules_check(generation, walk, w);
+  else v = prof_modules_locked(walk, w) ? PROF_MODULES_RAN : PROF_MODULES_NONE;
+  if (v == PROF_MODULES_NONE) walk(NULL, w);
   return w->n;
 }
 
 __attribute__((noinline)) unsigned prof_unwind_capture(uintptr_t *pcs, unsigned max, unsigned skip) {
-  walk_t w = {.pcs = pcs, .max = max < PROF_DEPTH_MAX ? max : PROF_DEPTH_MAX, .skip = skip};
+  prof_regs_t regs;
+  walk_t w = {.regs = &regs, .pcs = pcs, .max = max < PROF_DEPTH_MAX ? max : PROF_DEPTH_MAX, .skip = skip};
   if (w.max == 0) return 0;
-  PROF_UNWIND_CAPTURE_REGS(&w.regs);
+  PROF_UNWIND_CAPTURE_REGS(&regs);
   return capture(&w, true);
 }
 
-unsigned prof_unwind_capture_from(const prof_regs_t *start, uintptr_t *pcs, unsigned max, unsigned skip) {
-  walk_t w = {.regs = *start, .pcs = pcs, .max = max < PROF_DEPTH_MAX ? max : PROF_DEPTH_MAX, .skip = skip};
+unsigned prof_unwind_capture_from(prof_regs_t *start, uintptr_t *pcs, unsigned max, unsigned skip) {
+  walk_t w = {.regs = start, .pcs = pcs, .max = max < PROF_DEPTH_MAX ? max : PROF_DEPTH_MAX, .skip = skip};
   if (w.max == 0) return 0;
   return capture(&w, true);
 }
 
 __attribute__((noinline)) unsigned prof_unwind_capture_fp(uintptr_t *pcs, unsigned max, unsigned skip) {
-  walk_t w = {.pcs = pcs, .max = max < PROF_DEPTH_MAX ? max : PROF_DEPTH_MAX, .skip = skip};
+  prof_regs_t regs;
+  walk_t w = {.regs = &regs, .pcs = pcs, .max = max < PROF_DEPTH_MAX ? max : PROF_DEPTH_MAX, .skip = skip};
   if (w.max == 0) return 0;
-  PROF_UNWIND_CAPTURE_REGS(&w.regs);
+  PROF_UNWIND_CAPTURE_REGS(&regs);
   /* Without CFI the starting frame must be left by its frame pointer, which only a
    * function built with frame pointers has: start from our caller's frame instead. */
-  w.regs.r[PROF_REG_RBP] = (uintptr_t)__builtin_frame_address(0);
+  regs.r[PROF_REG_RBP] = (uintptr_t)__builtin_frame_address(0);
   return capture(&w, false);
 }

@@ -32,8 +32,8 @@ unsigned prof_unwind_capture(uintptr_t *pcs, unsigned max, unsigned skip);
  * whose frame is still live (a caller of this one): that function's own frame is left
  * out (skip 0: its caller is pcs[0]). The frames between it and this call are never
  * walked, which is the point: an allocator entry takes the start, its sampling path
- * captures. */
-unsigned prof_unwind_capture_from(const prof_regs_t *start, uintptr_t *pcs, unsigned max, unsigned skip);
+ * captures. The walk uses start up (it ends holding the outermost frame's registers). */
+unsigned prof_unwind_capture_from(prof_regs_t *start, uintptr_t *pcs, unsigned max, unsigned skip);
 /* The same with frame pointers only (for comparison and as a cheap mode). */
 unsigned prof_unwind_capture_fp(uintptr_t *pcs, unsigned max, unsigned skip);
 
