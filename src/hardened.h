@@ -74,20 +74,30 @@ static inline size_t hardened_request(size_t n, size_t align) {
 uint64_t hardened_random(void);
 
 /* The trailer, the canary bytes and the unused-block check: hardened_bytes.h. */
-/* Zeroes a freed block's region (a guarded block's pages above
- * HARDENED_ZEROED_GUARDED_MAX are given back instead, and all but its first page made
- * inaccessible while it waits in the quarantine). */
-void hardened_scrub(void *p, size_t region, bool guarded);
+/* Zeroes a freed block's region; a guarded block's pages above
+ * HARDENED_ZEROED_GUARDED_MAX are then made inaccessible, all but its first, while it
+ * waits in the quarantine and among the kept blocks. They stay in memory (zeroed, so
+ * that the next use takes no page faults) while the large blocks kept so hold at most
+ * hardened_quarantine bytes; beyond, they are given back to the OS instead. Returns the
+ * pointer the quarantine carries: p, tagged (hardened_resident_tag) when it holds
+ * memory of that bound. */
+void *hardened_scrub(void *p, size_t region, bool guarded);
+/* A tagged pointer's block (hardened_scrub). */
+#define HARDENED_RESIDENT_TAG ((uintptr_t)1)
+static inline void *hardened_untag(void *q) { return (void *)((uintptr_t)q & ~HARDENED_RESIDENT_TAG); }
+/* A block that the quarantine carried as q leaves it for good (to its arena, or handed
+ * out): its memory no longer counts against the resident bound. Returns its block. */
+void *hardened_resident_done(void *q);
 /* A block leaving the quarantine: a guarded one's first page is checked to be unused (a
  * write after free aborts naming free) and the rest made accessible again (all of it
  * checked, when it was zeroed: hardened_freed_zeroed). */
 void hardened_unscrub(void *p, size_t region, bool guarded);
 
-/* A guarded block (npages pages, its guard page included) leaving the quarantine: kept
- * as it is, for a malloc of the same size (true), else to be freed by the caller (false).
- * *evicted is then a kept block that made room (freed by the caller as one leaving the
- * quarantine), or NULL. */
-bool hardened_keep_guarded(void *p, uint32_t npages, void **evicted);
+/* A guarded block (npages pages, its guard page included; q as hardened_scrub tagged
+ * it) leaving the quarantine: kept as it is, for a malloc of the same size (true), else
+ * to be freed by the caller (false). *evicted is then a kept block that made room (as
+ * tagged, freed by the caller as one leaving the quarantine), or NULL. */
+bool hardened_keep_guarded(void *q, uint32_t npages, void **evicted);
 /* A kept guarded block of npages pages, ready to be handed out (its first page checked
  * to be unused, naming func, and all its pages accessible and zero); NULL if none. */
 void *hardened_take_guarded(uint32_t npages, const char *func);
@@ -106,7 +116,7 @@ unsigned hardened_quarantine(void *p, size_t size, size_t resident, void **out);
 
 /* A block waiting in its thread's quarantine. */
 typedef struct hardened_held {
-  void *p;
+  void *p;         /* as hardened_scrub tagged it */
   uint32_t c;      /* its class, or CODE_LARGE (a block above the cached classes) */
   uint32_t npages; /* a large block's pages, its guard page included */
 } hardened_held_t;
@@ -117,8 +127,8 @@ typedef struct hardened_held {
  * HARDENED_EVICT_MAX + 1). */
 unsigned hardened_thread_quarantine(hardened_held_t h, hardened_held_t *out);
 /* Its common case, inline: hardened_ring.h. */
-/* Takes the oldest block out of the calling thread's quarantine; false when it is
- * empty. Then hardened_thread_quarantine_release gives the ring back (the thread exits
+/* Takes the oldest block out of the calling thread's quarantine (untagged, its memory
+ * no longer counted: hardened_resident_done); false when it is empty. Then hardened_thread_quarantine_release gives the ring back (the thread exits
  * or drops its cache). */
 bool hardened_thread_quarantine_take(hardened_held_t *out);
 void hardened_thread_quarantine_release(void);
