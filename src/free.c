@@ -406,6 +406,18 @@ void tessera_free_checked_size(void *p, size_t usable, size_t usable_alt, bool u
   else free_to_arena(e, c, p);
 }
 
+void free_sized_hardened(void *p, size_t size, const char *func) {
+  if (likely(size <= LOOKUP_MAX - HARDENED_EXTRA)) {
+    const free_map_entry_t *fe = free_map_lookup((uintptr_t)p);
+    unsigned code = fe->cache_bin_offset / (unsigned)sizeof(cache_bin_t);
+    if (likely(code != 0 && code - 1 == size_to_class(size + HARDENED_EXTRA))) {
+      free_hardened_path(p);
+      return;
+    }
+  }
+  tessera_free_sized_internal(p, size, func);
+}
+
 void tessera_free_sized_internal(void *p, size_t size, const char *func) {
   size_t usable = free_usable_of_malloc(size);
   tessera_free_checked_size(p, usable, usable, true, func);

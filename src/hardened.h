@@ -133,4 +133,12 @@ unsigned hardened_thread_quarantine(hardened_held_t h, hardened_held_t *out);
 bool hardened_thread_quarantine_take(hardened_held_t *out);
 void hardened_thread_quarantine_release(void);
 
+/* Points the callers' PLT slots of C++'s common operator new and delete forms at
+ * hardened mode's entries (cxx.c, which sets it when the library is loaded: a layer above
+ * alloc.c, which calls it once, with malloc's: got_patch.h); NULL before. */
+extern void (*hardened_cxx_entries_patch)(void);
+/* A sized free (operator delete with a size) of hardened mode: free's hardened path when
+ * the size is of p's size class; else the general checks, naming func (free.c). */
+void free_sized_hardened(void *p, size_t size, const char *func);
+
 #endif
