@@ -130,6 +130,22 @@ void *hardened_resident_done(void *q) {
   return p;
 }
 
+/* Zeroes a large block's region kept in memory while freed: the pages the program wrote,
+ * as hardened_zero_written_pages does, but without reading the pages it never touched
+ * (mincore: not in memory, so zero), which a read would map (a page fault each). */
+static void zero_resident_pages(char *p, size_t region) {
+  unsigned char resident[256];
+  for (size_t off = 0; off < region; off += sizeof(resident) * PAGE) {
+    size_t len = region - off < sizeof(resident) * PAGE ? region - off : sizeof(resident) * PAGE;
+    if (!os_pages_resident(p + off, len, resident)) {
+      hardened_zero_written_pages(p + off, len);
+      continue;
+    }
+    for (size_t i = 0; i < len / PAGE; i++)
+      if (resident[i] & 1) hardened_zero_written_pages(p + off + i * PAGE, PAGE);
+  }
+}
+
 void *hardened_scrub(void *p, size_t region, bool guarded) {
   if (hardened_freed_zeroed(region, guarded)) {
     hardened_zero(p, region);
@@ -145,7 +161,7 @@ void *hardened_scrub(void *p, size_t region, bool guarded) {
    * read.) */
   void *q = p;
   if (resident_reserve(region)) {
-    hardened_zero_written_pages(p, region);
+    zero_resident_pages(p, region);
     q = (void *)((uintptr_t)p | HARDENED_RESIDENT_TAG);
   } else if (!os_release_pages(p, region)) {
     memset(p, 0, region);
