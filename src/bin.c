@@ -81,9 +81,8 @@ static unsigned take_regions(arena_t *a, unsigned c, void **out, unsigned n, uns
     }
     unsigned take = n - got < slab->nfree ? n - got : slab->nfree;
     uint32_t idx[SLAB_MAX_REGIONS];
-    if (unlikely(opt_hardened)) /* hardened mode: each from a random place on */
-      for (unsigned i = 0; i < take; i++)
-        idx[i] = bitmap_take_from(slab->bitmap, slab->nregs, (unsigned)(((hardened_random() >> 32) * slab->nregs) >> 32));
+    if (unlikely(opt_hardened)) /* hardened mode: from a random place on, in a random order */
+      hardened_take_regions(slab->bitmap, slab->nregs, idx, take);
     else
       bitmap_take_lowest(slab->bitmap, &slab->first_word, idx, take); /* lowest addresses first */
     slab->nfree -= take;

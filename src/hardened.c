@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base.h"
+#include "bitmap.h"
 #include "fatal.h"
 #include "free_map.h"
 #include "lock.h"
@@ -47,6 +48,34 @@ static __thread uint64_t rng_state __attribute__((tls_model("initial-exec")));
 uint64_t hardened_random(void) {
   if (unlikely(rng_state == 0)) rng_state = seed_from_kernel() | 1;
   return splitmix64(&rng_state);
+}
+
+/* A random number below n. */
+static unsigned random_below(unsigned n) { return (unsigned)(((hardened_random() >> 32) * n) >> 32); }
+
+/* Random slots (hardened_take_regions): the regions a refill takes are shuffled in groups
+ * of this many consecutive ones. Measured on duktape's and Lua's object benchmarks (the
+ * suite's js and lua, user time, hardened mode): each region from a random place of its
+ * slab 0.35 and 0.35 s; consecutive from a random place, shuffled by groups of 64 0.34
+ * and 0.35, of 16 0.30, of 8 0.30, of 4 0.22 and 0.26, not shuffled 0.19 and 0.23; the
+ * default mode 0.15 and 0.16. */
+#define RANDOM_SLOT_GROUP 4
+
+void hardened_take_regions(uint64_t *bitmap, unsigned nregs, uint32_t *idx, unsigned take) {
+  unsigned from = random_below(nregs);
+  for (unsigned i = 0; i < take; i++) {
+    idx[i] = bitmap_take_from(bitmap, nregs, from);
+    from = idx[i] + 1 == nregs ? 0 : idx[i] + 1;
+  }
+  for (unsigned base = 0; base < take; base += RANDOM_SLOT_GROUP) {
+    unsigned n = take - base < RANDOM_SLOT_GROUP ? take - base : RANDOM_SLOT_GROUP;
+    for (unsigned i = n; i > 1; i--) { /* Fisher and Yates's shuffle */
+      unsigned j = random_below(i);
+      uint32_t t = idx[base + i - 1];
+      idx[base + i - 1] = idx[base + j];
+      idx[base + j] = t;
+    }
+  }
 }
 
 /* The process's secret for canaries and trailers (hardened_bytes.h): set once, by

@@ -72,6 +72,14 @@ static inline size_t hardened_request(size_t n, size_t align) {
 
 /* A random number from the calling thread's generator (seeded from the kernel). */
 uint64_t hardened_random(void);
+/* Random slots: takes take free regions (at most the free ones) of a slab's bitmap of
+ * nregs regions into idx: the free regions that follow a random place (wrapping),
+ * shuffled in groups of a few (hardened.c). Nearly consecutive, so that the blocks a
+ * thread's cache hands out one after the other share pages and cache lines almost as in
+ * the default mode (each from a random place of the slab made an interpreter's objects,
+ * allocated together and used together, twice as slow: the suite's js and lua); the
+ * program still cannot tell where the first one lies, nor which of a group comes next. */
+void hardened_take_regions(uint64_t *bitmap, unsigned nregs, uint32_t *idx, unsigned take);
 
 /* The trailer, the canary bytes and the unused-block check: hardened_bytes.h. */
 /* Zeroes a freed block's region; a guarded block's pages above
