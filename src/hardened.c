@@ -261,11 +261,14 @@ static _Atomic int quarantine_state;
  * blocks up to 1 MiB (system calls are much of their cost), the oldest kept making room
  * for a new one. A kept block holds its first page of memory (all of it, when zeroed or
  * kept in memory: hardened.h) and its address space; it still counts as allocated in the
- * statistics. 16 of them: with 64, a mix of sizes (the suite's frag) filled the bound of
- * the large blocks kept in memory with blocks no malloc asked for again, and the pages
- * of the blocks freed next were given back and faulted in again at their next use
- * (frag phases=20: 2.2 s and 750,000 page faults, against 1.2 s and 55,000). */
-#define GUARDED_KEPT_SLOTS 16
+ * statistics. The blocks kept in memory among them (hardened_scrub) hold at most half of
+ * their bound: beyond, the oldest of them leaves first (to its arena, its pages still in
+ * memory, for a block of any size), else the new one is not kept. Without that bound a
+ * mix of sizes (the suite's frag) filled the bound of the blocks kept in memory with
+ * blocks no malloc asked for again, and the pages of the blocks freed next were given
+ * back and faulted in again at their next use (frag phases=20: 2.2 s and 750,000 page
+ * faults, against 1.2 s and 55,000). */
+#define GUARDED_KEPT_SLOTS 64
 #define GUARDED_KEPT_MAX_PAGES 257 /* 1 MiB and its guard page */
 
 typedef struct kept_block {
@@ -278,6 +281,7 @@ static struct {
   lock_t lock;
   _Atomic unsigned count;
   uint64_t clock;
+  size_t resident; /* the regions of the blocks kept in memory (tagged) */
   kept_block_t slots[GUARDED_KEPT_SLOTS];
 } kept;
 
@@ -475,18 +479,46 @@ static unsigned kept_oldest(void) {
   return oldest;
 }
 
+/* A kept block's region when it is kept in memory (tagged), else 0. */
+static size_t kept_resident_of(const kept_block_t *k) {
+  return k->p != hardened_untag(k->p) ? hardened_region((size_t)k->npages * PAGE, true) : 0;
+}
+
+/* The slot of the block kept longest among those kept in memory; GUARDED_KEPT_SLOTS if
+ * none. */
+static unsigned kept_oldest_resident(void) {
+  unsigned n = atomic_load_explicit(&kept.count, memory_order_relaxed), oldest = GUARDED_KEPT_SLOTS;
+  for (unsigned i = 0; i < n; i++)
+    if (kept_resident_of(&kept.slots[i]) != 0 && (oldest == GUARDED_KEPT_SLOTS || kept.slots[i].age < kept.slots[oldest].age))
+      oldest = i;
+  return oldest;
+}
+
 bool hardened_keep_guarded(void *q, uint32_t npages, void **evicted) {
   *evicted = NULL;
   if (npages > GUARDED_KEPT_MAX_PAGES || !quarantine_ready()) return false;
+  kept_block_t k = {q, npages, 0};
+  size_t resident = kept_resident_of(&k), limit = opt_hardened_quarantine * RESIDENT_LARGE_FACTOR / 2;
   lock_acquire(&kept.lock);
   unsigned n = atomic_load_explicit(&kept.count, memory_order_relaxed), slot = n;
-  if (n == GUARDED_KEPT_SLOTS) { /* full: the oldest makes room */
+  if (resident != 0 && kept.resident + resident > limit) { /* the oldest kept in memory makes room */
+    slot = kept_oldest_resident();
+    if (slot == GUARDED_KEPT_SLOTS || kept.resident - kept_resident_of(&kept.slots[slot]) + resident > limit) {
+      lock_release(&kept.lock);
+      return false;
+    }
+  } else if (n == GUARDED_KEPT_SLOTS) { /* full: the oldest makes room */
     slot = kept_oldest();
+  }
+  if (slot < n) {
     *evicted = kept.slots[slot].p;
+    kept.resident -= kept_resident_of(&kept.slots[slot]);
   } else {
     atomic_store_explicit(&kept.count, n + 1, memory_order_relaxed);
   }
-  kept.slots[slot] = (kept_block_t){q, npages, ++kept.clock};
+  k.age = ++kept.clock;
+  kept.slots[slot] = k;
+  kept.resident += resident;
   lock_release(&kept.lock);
   return true;
 }
@@ -499,6 +531,7 @@ void *hardened_take_guarded(uint32_t npages, const char *func) {
   for (unsigned i = n; i-- > 0;) {
     if (kept.slots[i].npages != npages) continue;
     p = kept.slots[i].p;
+    kept.resident -= kept_resident_of(&kept.slots[i]);
     kept.slots[i] = kept.slots[n - 1];
     atomic_store_explicit(&kept.count, n - 1, memory_order_relaxed);
     break;
