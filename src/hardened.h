@@ -13,9 +13,9 @@
  *   secret; the bytes from n up to the trailer (at least one) are canary bytes, derived
  *   from the secret and the block's address. free checks both: a write past n (a 1-byte
  *   overflow included) is a heap overflow.
- * - Zero on free, checked on reuse: a freed block is zeroed (a large one's pages are
- *   given back, which zeroes them), and a slab block is checked to be still zero when it
- *   is handed out again. Fresh pages from the OS are zero too, so one pattern covers
+ * - Zero on free, checked on reuse: a freed block is zeroed (a large one's written pages,
+ *   or all of them given back, which zeroes them: hardened_scrub), and a slab block is
+ *   checked to be still zero when it is handed out again. Fresh pages from the OS are zero too, so one pattern covers
  *   never-used, freed and purged memory, and the program always gets zeroed blocks. The
  *   only words allowed to differ are freed-block keys (hardened_key.h) left by earlier
  *   frees, each the key of its own page.
@@ -26,7 +26,8 @@
  *   A guarded block that leaves the quarantine is kept as it is (guard page in place,
  *   pages inaccessible) for the next malloc of its size, saving the system calls that
  *   would undo and redo that state (hardened_keep_guarded).
- * - Random slots: a slab hands out a random free region instead of its lowest.
+ * - Random slots: a slab hands out the free regions after a random place, shuffled in
+ *   small groups, instead of its lowest (hardened_take_regions).
  */
 #ifndef TESSERA_HARDENED_H
 #define TESSERA_HARDENED_H
