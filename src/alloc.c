@@ -350,4 +350,5 @@ static void hardened_entries_patch(void) {
   if (atomic_exchange(&hardened_entries_patched, true)) return;
   got_patch("malloc", (void *)malloc_default, (void *)malloc_hardened);
   got_patch("calloc", (void *)calloc_default, (void *)calloc_hardened);
+  if (hardened_cxx_entries_patch != NULL) hardened_cxx_entries_patch();
 }

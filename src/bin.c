@@ -80,11 +80,10 @@ static unsigned take_regions(arena_t *a, unsigned c, void **out, unsigned n, uns
       if (slab == NULL) break;
     }
     unsigned take = n - got < slab->nfree ? n - got : slab->nfree;
-    if (unlikely(opt_hardened)) { /* hardened mode: each from a random place on */
-      for (unsigned i = 0; i < take; i++) {
-        uint32_t idx = bitmap_take_from(slab->bitmap, slab->nregs, (unsigned)(((hardened_random() >> 32) * slab->nregs) >> 32));
-        out[got + i] = (void *)(slab->addr + (size_t)idx * size);
-      }
+    if (unlikely(opt_hardened)) { /* hardened mode: from a random place on, in a random order */
+      uint32_t idx[SLAB_MAX_REGIONS];
+      hardened_take_regions(slab->bitmap, slab->nregs, idx, take);
+      for (unsigned i = 0; i < take; i++) out[got + i] = (void *)(slab->addr + (size_t)idx[i] * size);
     } else {
       bitmap_take_lowest(slab->bitmap, &slab->first_word, slab->addr, size, out + got, take); /* lowest addresses first */
     }

@@ -12,6 +12,8 @@
 
 #include "fatal.h"
 #include "frontend.h"
+#include "got_patch.h"
+#include "hardened.h"
 #include "prof_hooks.h"
 #include "tcache.h"
 
@@ -120,3 +122,26 @@ EXPORT void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t align, const voi
   (void)nt;
   tessera_free_internal(p);
 }
+
+/* hardened:true: operator new's and new[]'s entry (malloc's hardened path), and the sized
+ * deletes' (the size checked against the block's class first). delete and delete[]
+ * without a size are free's hardened path itself. */
+static void *new_hardened(size_t size) {
+  void *p = malloc_hardened(size);
+  if (__builtin_expect(p == NULL, 0)) return new_failed(0, size, 0);
+  return p;
+}
+static void delete_sized_hardened(void *p, size_t size) { free_sized_hardened(p, size, "operator delete()"); }
+static void delete_array_sized_hardened(void *p, size_t size) { free_sized_hardened(p, size, "operator delete[]()"); }
+
+static void cxx_hardened_entries_patch(void) {
+  got_patch("_Znwm", (void *)_Znwm, (void *)new_hardened);
+  got_patch("_Znam", (void *)_Znam, (void *)new_hardened);
+  got_patch("_ZdlPv", (void *)_ZdlPv, (void *)free_hardened_path);
+  got_patch("_ZdaPv", (void *)_ZdaPv, (void *)free_hardened_path);
+  got_patch("_ZdlPvm", (void *)_ZdlPvm, (void *)delete_sized_hardened);
+  got_patch("_ZdaPvm", (void *)_ZdaPvm, (void *)delete_array_sized_hardened);
+}
+
+/* Run when the library is loaded: hardened mode's trigger (alloc.c) may call it. */
+__attribute__((constructor)) static void cxx_hardened_entries_register(void) { hardened_cxx_entries_patch = cxx_hardened_entries_patch; }

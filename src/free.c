@@ -138,9 +138,10 @@ static void free_unquarantined(void *p) {
   free_block_now(e, c, p);
 }
 
-/* hardened:true: a block leaving a quarantine; a guarded one is kept for a malloc of its
- * size if it can be (hardened.h), as it is. */
-static void free_from_quarantine(void *p) {
+/* hardened:true: a block leaving a quarantine (q as hardened_scrub tagged it); a guarded
+ * one is kept for a malloc of its size if it can be (hardened.h), as it is. */
+static void free_from_quarantine(void *q) {
+  void *p = hardened_untag(q);
   pm_entry_t pe = pagemap_get((uintptr_t)p);
   if (pm_code(pe) - 1 < NCACHED_MAX) {
     free_unquarantined(p);
@@ -148,31 +149,34 @@ static void free_from_quarantine(void *p) {
   }
   extent_t *e = pm_extent(pe);
   void *evicted;
-  bool kept = hardened_keep_guarded(p, (uint32_t)e->npages, &evicted);
+  bool kept = hardened_keep_guarded(q, (uint32_t)e->npages, &evicted);
   if (kept) tls_thread.deallocated += e->npages * PAGE;
   if (evicted != NULL) { /* counted as freed when it was kept */
+    evicted = hardened_resident_done(evicted);
     tls_thread.deallocated -= pm_extent(pagemap_get((uintptr_t)evicted))->npages * PAGE;
     free_unquarantined(evicted);
   }
-  if (!kept) free_unquarantined(p);
+  if (!kept) free_unquarantined(hardened_resident_done(q));
 }
 
-/* hardened:true: a freed block is zeroed (a large one's pages given back instead, no
- * system calls for smaller ones) and keyed (freeing it again is a double free) before
- * it waits in a quarantine. */
-static void free_hardened_retire(extent_t *e, unsigned c, void *p) {
-  hardened_scrub(p, free_hardened_region(e, c), c == CODE_LARGE);
+/* hardened:true: a freed block is zeroed (a large one's pages made inaccessible, and
+ * given back unless kept in memory, no system calls for smaller ones) and keyed (freeing
+ * it again is a double free) before it waits in a quarantine. Returns the pointer the
+ * quarantine carries (hardened_scrub). */
+static void *free_hardened_retire(extent_t *e, unsigned c, void *p) {
+  void *q = hardened_scrub(p, free_hardened_region(e, c), c == CODE_LARGE);
   block_set_freed_key(p);
+  return q;
 }
 
 /* hardened:true, a thread without a cache: the shared quarantine. */
 static void free_hardened(extent_t *e, unsigned c, void *p) {
-  free_hardened_retire(e, c, p);
+  void *q = free_hardened_retire(e, c, p);
   size_t block = block_size_of(e, c);
   void *out[HARDENED_EVICT_MAX + 1];
   size_t region = free_hardened_region(e, c);
   size_t resident = hardened_freed_zeroed(region, c == CODE_LARGE) ? region : PAGE;
-  unsigned n = hardened_quarantine(p, block, resident, out);
+  unsigned n = hardened_quarantine(q, block, resident, out);
   for (unsigned i = 0; i < n; i++) free_from_quarantine(out[i]);
 }
 
@@ -189,9 +193,9 @@ static void free_held(tcache_t *tc, hardened_held_t h) {
  * blocks that leave it go to the cache, from which malloc's slow path hands them out
  * again, checking that they are still zero. */
 static void free_hardened_cached(tcache_t *tc, extent_t *e, unsigned c, void *p) {
-  free_hardened_retire(e, c, p);
+  void *q = free_hardened_retire(e, c, p);
   hardened_held_t out[HARDENED_EVICT_MAX + 1];
-  unsigned n = hardened_thread_quarantine((hardened_held_t){p, c, c == CODE_LARGE ? (uint32_t)e->npages : 0}, out);
+  unsigned n = hardened_thread_quarantine((hardened_held_t){q, c, c == CODE_LARGE ? (uint32_t)e->npages : 0}, out);
   for (unsigned i = 0; i < n; i++) free_held(tc, out[i]);
 }
 
@@ -415,6 +419,21 @@ void tessera_free_checked_size(void *p, size_t usable, size_t usable_alt, bool u
   if (unlikely(actual != usable && actual != usable_alt && !e->sampled)) fatal_pointer(func, "size of another size class", p);
   if (use_tcache) free_checked(p, e, c);
   else free_to_arena(e, c, p);
+}
+
+/* hardened:true, the sized operator deletes' entry (cxx.c): the size's class checked
+ * against the free map's, then free's hardened path; anything else through the general
+ * sized free, which names the misuse. */
+void free_sized_hardened(void *p, size_t size, const char *func) {
+  if (likely(size <= LOOKUP_MAX - HARDENED_EXTRA)) {
+    const free_map_entry_t *fe = free_map_lookup((uintptr_t)p);
+    unsigned code = fe->cache_bin_offset / (unsigned)sizeof(cache_bin_t);
+    if (likely(code != 0 && code - 1 == size_to_class(size + HARDENED_EXTRA))) {
+      free_hardened_path(p);
+      return;
+    }
+  }
+  tessera_free_sized_internal(p, size, func);
 }
 
 /* Sized frees (free_sized, sized operator delete): free's fast path with one more test,

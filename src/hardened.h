@@ -13,9 +13,9 @@
  *   secret; the bytes from n up to the trailer (at least one) are canary bytes, derived
  *   from the secret and the block's address. free checks both: a write past n (a 1-byte
  *   overflow included) is a heap overflow.
- * - Zero on free, checked on reuse: a freed block is zeroed (a large one's pages are
- *   given back, which zeroes them), and a slab block is checked to be still zero when it
- *   is handed out again. Fresh pages from the OS are zero too, so one pattern covers
+ * - Zero on free, checked on reuse: a freed block is zeroed (a large one's written pages,
+ *   or all of them given back, which zeroes them: hardened_scrub), and a slab block is
+ *   checked to be still zero when it is handed out again. Fresh pages from the OS are zero too, so one pattern covers
  *   never-used, freed and purged memory, and the program always gets zeroed blocks. The
  *   only words allowed to differ are freed-block keys (hardened_key.h) left by earlier
  *   frees, each the key of its own page.
@@ -26,7 +26,8 @@
  *   A guarded block that leaves the quarantine is kept as it is (guard page in place,
  *   pages inaccessible) for the next malloc of its size, saving the system calls that
  *   would undo and redo that state (hardened_keep_guarded).
- * - Random slots: a slab hands out a random free region instead of its lowest.
+ * - Random slots: a slab hands out the free regions after a random place, shuffled in
+ *   small groups, instead of its lowest (hardened_take_regions).
  */
 #ifndef TESSERA_HARDENED_H
 #define TESSERA_HARDENED_H
@@ -72,22 +73,40 @@ static inline size_t hardened_request(size_t n, size_t align) {
 
 /* A random number from the calling thread's generator (seeded from the kernel). */
 uint64_t hardened_random(void);
+/* Random slots: takes take free regions (at most the free ones) of a slab's bitmap of
+ * nregs regions into idx: the free regions that follow a random place (wrapping),
+ * shuffled in groups of a few (hardened.c). Nearly consecutive, so that the blocks a
+ * thread's cache hands out one after the other share pages and cache lines almost as in
+ * the default mode (each from a random place of the slab made an interpreter's objects,
+ * allocated together and used together, twice as slow: the suite's js and lua); the
+ * program still cannot tell where the first one lies, nor which of a group comes next. */
+void hardened_take_regions(uint64_t *bitmap, unsigned nregs, uint32_t *idx, unsigned take);
 
 /* The trailer, the canary bytes and the unused-block check: hardened_bytes.h. */
-/* Zeroes a freed block's region (a guarded block's pages above
- * HARDENED_ZEROED_GUARDED_MAX are given back instead, and all but its first page made
- * inaccessible while it waits in the quarantine). */
-void hardened_scrub(void *p, size_t region, bool guarded);
+/* Zeroes a freed block's region; a guarded block's pages above
+ * HARDENED_ZEROED_GUARDED_MAX are then made inaccessible, all but its first, while it
+ * waits in the quarantine and among the kept blocks. They stay in memory (zeroed, so
+ * that the next use takes no page faults) while the large blocks kept so hold at most
+ * hardened_quarantine bytes; beyond, they are given back to the OS instead. Returns the
+ * pointer the quarantine carries: p, tagged (hardened_resident_tag) when it holds
+ * memory of that bound. */
+void *hardened_scrub(void *p, size_t region, bool guarded);
+/* A tagged pointer's block (hardened_scrub). */
+#define HARDENED_RESIDENT_TAG ((uintptr_t)1)
+static inline void *hardened_untag(void *q) { return (void *)((uintptr_t)q & ~HARDENED_RESIDENT_TAG); }
+/* A block that the quarantine carried as q leaves it for good (to its arena, or handed
+ * out): its memory no longer counts against the resident bound. Returns its block. */
+void *hardened_resident_done(void *q);
 /* A block leaving the quarantine: a guarded one's first page is checked to be unused (a
  * write after free aborts naming free) and the rest made accessible again (all of it
  * checked, when it was zeroed: hardened_freed_zeroed). */
 void hardened_unscrub(void *p, size_t region, bool guarded);
 
-/* A guarded block (npages pages, its guard page included) leaving the quarantine: kept
- * as it is, for a malloc of the same size (true), else to be freed by the caller (false).
- * *evicted is then a kept block that made room (freed by the caller as one leaving the
- * quarantine), or NULL. */
-bool hardened_keep_guarded(void *p, uint32_t npages, void **evicted);
+/* A guarded block (npages pages, its guard page included; q as hardened_scrub tagged
+ * it) leaving the quarantine: kept as it is, for a malloc of the same size (true), else
+ * to be freed by the caller (false). *evicted is then a kept block that made room (as
+ * tagged, freed by the caller as one leaving the quarantine), or NULL. */
+bool hardened_keep_guarded(void *q, uint32_t npages, void **evicted);
 /* A kept guarded block of npages pages, ready to be handed out (its first page checked
  * to be unused, naming func, and all its pages accessible and zero); NULL if none. */
 void *hardened_take_guarded(uint32_t npages, const char *func);
@@ -106,7 +125,7 @@ unsigned hardened_quarantine(void *p, size_t size, size_t resident, void **out);
 
 /* A block waiting in its thread's quarantine. */
 typedef struct hardened_held {
-  void *p;
+  void *p;         /* as hardened_scrub tagged it */
   uint32_t c;      /* its class, or CODE_LARGE (a block above the cached classes) */
   uint32_t npages; /* a large block's pages, its guard page included */
 } hardened_held_t;
@@ -117,10 +136,18 @@ typedef struct hardened_held {
  * HARDENED_EVICT_MAX + 1). */
 unsigned hardened_thread_quarantine(hardened_held_t h, hardened_held_t *out);
 /* Its common case, inline: hardened_ring.h. */
-/* Takes the oldest block out of the calling thread's quarantine; false when it is
- * empty. Then hardened_thread_quarantine_release gives the ring back (the thread exits
+/* Takes the oldest block out of the calling thread's quarantine (untagged, its memory
+ * no longer counted: hardened_resident_done); false when it is empty. Then hardened_thread_quarantine_release gives the ring back (the thread exits
  * or drops its cache). */
 bool hardened_thread_quarantine_take(hardened_held_t *out);
 void hardened_thread_quarantine_release(void);
+
+/* Points the callers' PLT slots of C++'s common operator new and delete forms at
+ * hardened mode's entries (cxx.c, which sets it when the library is loaded: a layer above
+ * alloc.c, which calls it once, with malloc's: got_patch.h); NULL before. */
+extern void (*hardened_cxx_entries_patch)(void);
+/* A sized free (operator delete with a size) of hardened mode: free's hardened path when
+ * the size is of p's size class; else the general checks, naming func (free.c). */
+void free_sized_hardened(void *p, size_t size, const char *func);
 
 #endif

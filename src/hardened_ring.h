@@ -17,7 +17,7 @@
 /* The blocks of threads that have a cache wait in a ring of their own, without a lock:
  * at most THREAD_RING_SLOTS blocks, and the bytes of a shared shard (resident and
  * address space: hardened.c). */
-#define THREAD_RING_SLOTS 1024 /* a power of two */
+#define THREAD_RING_SLOTS 256 /* a power of two (docs/hardening.md: the quarantine's shape) */
 
 typedef struct thread_ring {
   struct thread_ring *next_free; /* in the pool, once its thread is gone */

@@ -61,6 +61,13 @@ bool os_release_pages(void *addr, size_t size) {
   return ok;
 }
 
+bool os_pages_resident(void *addr, size_t size, unsigned char *vec) {
+  int saved = errno;
+  bool ok = mincore(addr, size, vec) == 0;
+  errno = saved;
+  return ok;
+}
+
 /* mremap's flag (Linux 5.7) for headers that predate it. */
 #ifndef MREMAP_DONTUNMAP
 #define MREMAP_DONTUNMAP 4

@@ -30,6 +30,10 @@ bool os_release_pages(void *addr, size_t size);
  * until then they stay resident and may keep their contents. Falls back to
  * os_release_pages where MADV_FREE is unsupported. Returns false if both fail. */
 bool os_lazy_free_pages(void *addr, size_t size);
+/* Sets bit 0 of vec[i] to whether page i of a range (page aligned) is in memory
+ * (mincore: a page never touched is not; the other bits are reserved). Returns false if
+ * the kernel refused. */
+bool os_pages_resident(void *addr, size_t size, unsigned char *vec);
 /* Makes a range (page aligned) inaccessible (PROT_NONE), or readable and writable
  * again. Returns false if the kernel refused (too many mappings). */
 bool os_protect(void *addr, size_t size, bool accessible);
