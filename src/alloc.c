@@ -77,7 +77,7 @@ static void *alloc_cached_class(tcache_t *tc, unsigned c) {
   if (tc != NULL && tcache_bin(tc, c)->capacity > 0) {
     cache_bin_t *b = tcache_bin(tc, c);
     if (b->head != b->slots + b->capacity) { /* refills need an empty bin: pop first */
-      b->nmalloc++;
+      cache_bin_count_malloc(tc, b);
       return block_clear_freed_key(*b->head++);
     }
     return block_clear_freed_key(tcache_alloc_refill(tc, c));
@@ -147,19 +147,26 @@ PROF_API_ENTRY static void *alloc_sampled_cached(tcache_t *tc, unsigned c) {
   return p;
 }
 
-/* prof:true: every allocation prof_cache_pop did not serve (prof_cache.h): the thread's
- * countdown decides whether it is sampled. Inlined into malloc_profiled_slow, so that a
+/* prof:true: every allocation prof_cache_pop did not serve (prof_cache.h): the bin's
+ * countdown (else the thread's bytes) decides whether it is sampled. Inlined into malloc_profiled_slow, so that a
  * sampled stack starts in the function malloc_prof tail-calls: its caller is the
  * program's call site, and no allocator frame is unwound. */
 static inline __attribute__((always_inline)) void *malloc_profiled_any(size_t size) {
   bool cached = size <= LOOKUP_MAX;
   unsigned c = cached ? size_to_class(size) : 0;
-  size_t usize = cached ? class_infos[c].size : large_usable_size(size);
-  if (likely(!prof_alloc_due(usize))) return alloc_any(size);
   tcache_t *tc = cached ? tcache_get() : NULL;
   void *p;
-  if (tc != NULL && tcache_bin(tc, c)->capacity > 0) PROF_SAMPLE_FROM_HERE(p, alloc_sampled_cached(tc, c));
-  else PROF_SAMPLE_FROM_HERE(p, alloc_sampled(usize, PAGE, false));
+  if (tc != NULL && tcache_bin(tc, c)->capacity > 0) { /* the bin's own countdown */
+    if (likely(!prof_bin_due(tc, c))) return alloc_any(size);
+    if (prof_sample_wanted(&tls_thread.prof)) PROF_SAMPLE_FROM_HERE(p, alloc_sampled_cached(tc, c));
+    else p = alloc_any(size);
+    prof_bin_rearm(tc, c);
+    return p;
+  }
+  /* Not from a bin (a large size, a thread without a cache): the thread's bytes. */
+  size_t usize = cached ? class_infos[c].size : large_usable_size(size);
+  if (likely(!prof_alloc_due(usize))) return alloc_any(size);
+  PROF_SAMPLE_FROM_HERE(p, alloc_sampled(usize, PAGE, false));
   return p;
 }
 
@@ -237,7 +244,7 @@ NOINLINE PROF_API_ENTRY void *malloc_hardened(size_t size) {
   void **head = b->head;
   if (unlikely((uint16_t)(uintptr_t)head == b->low_empty)) return malloc_general(size);
   b->head = head + 1;
-  b->nmalloc++;
+  b->nmalloc_raw++; /* hardened mode: never a profiler's bias (prof is off) */
   void *p = *head;
   ((block_word_t *)p)[1] = 0; /* the freed-block key (a cached block is never NULL) */
   size_t region = class_infos[c].size;

@@ -5,15 +5,31 @@
 #include <stddef.h>
 
 #include "size_class.h"
+#include "prof_sample.h"
+#include "tcache.h"
 
-prof_cache_entry_t prof_cache_lookup[(LOOKUP_MAX >> 4) + 1];
+uint16_t prof_cache_lookup[(LOOKUP_MAX >> 4) + 1];
 
 void prof_cache_boot(void) {
   for (size_t i = 0; i <= LOOKUP_MAX >> 4; i++) {
     unsigned c = class_of_lookup[i];
-    _Static_assert(LOOKUP_MAX < (1u << 16), "a class size fits the entry's 16 bits");
     _Static_assert(offsetof(tcache_t, bins) + (NCACHED_MAX + 1) * sizeof(cache_bin_t) <= (1u << 16), "a bin's offset fits the entry's 16 bits");
-    prof_cache_lookup[i].bin_offset = (uint16_t)(offsetof(tcache_t, bins) + (c + 1) * sizeof(cache_bin_t));
-    prof_cache_lookup[i].class_size = (uint16_t)class_infos[c].size;
+    prof_cache_lookup[i] = (uint16_t)(offsetof(tcache_t, bins) + (c + 1) * sizeof(cache_bin_t));
   }
 }
+
+/* Sets bin c's count to reach 0 at its next sampled block, a new draw away, keeping the
+ * bin's true count (cache_bin_nmalloc). */
+static void arm_bin(tcache_t *tc, unsigned c) {
+  cache_bin_t *b = tcache_bin(tc, c);
+  uint64_t count = cache_bin_nmalloc(tc, b);
+  uint64_t blocks = prof_blocks_until_sample(&tls_thread.prof, class_infos[c].size);
+  b->nmalloc_raw = 0 - blocks; /* blocks increments from 0 */
+  tc->nmalloc_bias[c + 1] = b->nmalloc_raw - count;
+}
+
+void prof_cache_arm(tcache_t *tc) {
+  for (unsigned c = 0; c < NCACHED_MAX; c++) arm_bin(tc, c);
+}
+
+void prof_bin_rearm(tcache_t *tc, unsigned c) { arm_bin(tc, c); }

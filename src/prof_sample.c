@@ -92,6 +92,14 @@ uint64_t prof_bytes_until_sample(prof_thread_t *t) {
   return bytes;
 }
 
+uint64_t prof_blocks_until_sample(prof_thread_t *t, size_t usize) {
+  /* The first sample point past the stream's start, in bytes, falls in block
+   * floor(bytes / usize) + 1; each block is then sampled with probability
+   * 1 - exp(-usize / period), as prof_sample_weight assumes. */
+  double blocks = draw_exponential(t, prof_sample_period()) / (double)usize;
+  return blocks >= 4.0e18 ? (uint64_t)4e18 : (uint64_t)blocks + 1;
+}
+
 double prof_sample_weight(size_t usize, uint64_t mean) {
   double p = prof_one_minus_exp_neg((double)usize / (double)mean);
   return p > 0 ? 1.0 / p : 1.0;

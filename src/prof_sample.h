@@ -80,6 +80,10 @@ uint64_t prof_sample_period(void);
 
 /* Draws the next interval for t (also seeds t's generator on first use). */
 uint64_t prof_bytes_until_sample(prof_thread_t *t);
+/* For a stream of blocks of usize bytes each (a cache bin's): how many blocks up to and
+ * including the next sampled one, drawn with t's generator. The same process as the
+ * byte countdown's, counted in blocks. */
+uint64_t prof_blocks_until_sample(prof_thread_t *t, size_t usize);
 
 /* The fast-path test, for the allocator to inline. */
 static inline bool prof_sample_due(prof_thread_t *t, size_t usize) {

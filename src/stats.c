@@ -98,7 +98,7 @@ static void add_tcache(const tcache_t *tc, void *arg) {
     s->tcache_bytes += bytes;
     if (as == NULL) continue;
     as->tcache_bytes += bytes;
-    if (c < NSMALL) as->bins[c].nrequests += b->nmalloc;
+    if (c < NSMALL) as->bins[c].nrequests += cache_bin_nmalloc(tc, b);
   }
 }
 

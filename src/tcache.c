@@ -12,6 +12,7 @@
 #include "lock.h"
 #include "options.h"
 #include "os.h"
+#include "prof_cache.h"
 #include "pagemap.h"
 #include "size_class.h"
 
@@ -196,6 +197,8 @@ static tcache_t *tcache_create(void) {
     slot += max + 1;
   }
   tc->arena = thread_arena();
+  memset(tc->nmalloc_bias, 0, sizeof tc->nmalloc_bias); /* a pooled cache holds its last thread's */
+  if (opt_prof && !opt_hardened) prof_cache_arm(tc); /* each bin counts down to its first sample */
   lock_acquire(&registry_lock);
   tc->next = registry;
   if (registry) registry->prev = tc;
@@ -282,8 +285,8 @@ void tcache_thread_counters(uint64_t *allocated, uint64_t *deallocated) {
   if (tc == &tcache_empty) return;
   for (unsigned c = 0; c < NCACHED_MAX; c++) { /* what the bins have not published yet */
     const cache_bin_t *b = tcache_bin(tc, c);
-    *allocated += (b->nmalloc - tc->nmalloc_published[c + 1]) * class_infos[c].size;
-    *deallocated += (cache_bin_ndalloc(b) - tc->ndalloc_published[c + 1]) * class_infos[c].size;
+    *allocated += (cache_bin_nmalloc(tc, b) - tc->nmalloc_published[c + 1]) * class_infos[c].size;
+    *deallocated += (cache_bin_ndalloc(tc, b) - tc->ndalloc_published[c + 1]) * class_infos[c].size;
   }
 }
 
@@ -291,7 +294,7 @@ void tcache_thread_counters(uint64_t *allocated, uint64_t *deallocated) {
  * counters (thread.allocatedp reads them without a call). */
 static void publish_bin(tcache_t *tc, unsigned c) {
   const cache_bin_t *b = tcache_bin(tc, c);
-  uint64_t m = b->nmalloc, d = cache_bin_ndalloc(b);
+  uint64_t m = cache_bin_nmalloc(tc, b), d = cache_bin_ndalloc(tc, b);
   tls_thread.allocated += (m - tc->nmalloc_published[c + 1]) * class_infos[c].size;
   tls_thread.deallocated += (d - tc->ndalloc_published[c + 1]) * class_infos[c].size;
   tc->nmalloc_published[c + 1] = m;
@@ -391,13 +394,14 @@ static void tcache_gc_tick(tcache_t *tc) {
   cache_bin_t *b = tcache_bin(tc, c);
   gc_look_t *look = &gc_looks(tc)[c + 1];
   unsigned count = cache_bin_count(b);
-  if (b->nmalloc == b->gc_nmalloc) { /* idle since the last look */
+  uint64_t nmalloc = cache_bin_nmalloc(tc, b);
+  if (nmalloc == b->gc_nmalloc) { /* idle since the last look */
     if (count > 0) flush_oldest(tc, c, (count + 1) / 2);
     unsigned base = bin_capacity(c), half = b->capacity / 2u;
     if (b->capacity > base) set_capacity(tc, c, half > base ? half : base);
     tc->overflow_streak[c + 1] = 0;
   } else {
-    uint64_t touched = (b->nmalloc - b->gc_nmalloc) + (b->nflushed - look->nflushed);
+    uint64_t touched = (nmalloc - b->gc_nmalloc) + (b->nflushed - look->nflushed);
     uint64_t unused = look->count > touched ? look->count - touched : 0;
     if (unused > count) unused = count;
     /* A busy bin keeps a quarter of its capacity: emptying it would only bring the
@@ -406,7 +410,7 @@ static void tcache_gc_tick(tcache_t *tc) {
     if (give > 0 && count - give < keep) give = count > keep ? count - keep : 0;
     if (give > 0) flush_oldest(tc, c, give);
   }
-  b->gc_nmalloc = b->nmalloc;
+  b->gc_nmalloc = nmalloc;
   look->count = cache_bin_count(b);
   look->nflushed = b->nflushed;
 }
@@ -430,7 +434,7 @@ static bool should_grow(tcache_t *tc, unsigned c) {
   bool after_refill = b->nfilled != tc->overflow_mark[k];
   tc->overflow_mark[k] = b->nfilled;
   if (!after_refill) return false; /* one long run of frees: a flush serves it */
-  bool batch = b->nmalloc - tc->refill_nmalloc[k] <= b->capacity / 2u;
+  bool batch = cache_bin_nmalloc(tc, b) - tc->refill_nmalloc[k] <= b->capacity / 2u;
   if (!batch && (size_t)b->capacity * class_infos[c].size >= TCACHE_WALK_BYTES) {
     tc->overflow_streak[k] = 0; /* a random walk, and the bin is big enough for one */
     return false;
@@ -459,8 +463,8 @@ void *tcache_alloc_refill(tcache_t *tc, unsigned c) {
   }
   b->head = batch + 1;
   b->nfilled += got;
-  b->nmalloc++;
-  tc->refill_nmalloc[c + 1] = b->nmalloc;
+  cache_bin_count_malloc(tc, b);
+  tc->refill_nmalloc[c + 1] = cache_bin_nmalloc(tc, b);
   check_bin(b);
   publish_bin(tc, c);
   return batch[0];
@@ -545,7 +549,7 @@ static void tcache_destroy(tcache_t *tc, uint8_t state) {
   for (unsigned c = 0; c < NSMALL; c++) {
     bin_t *bin = &tc->arena->bins[c];
     lock_acquire(&bin->lock);
-    bin->nrequests += tcache_bin(tc, c)->nmalloc;
+    bin->nrequests += cache_bin_nmalloc(tc, tcache_bin(tc, c));
     lock_release(&bin->lock);
   }
   lock_acquire(&registry_lock);

@@ -29,7 +29,7 @@ static inline __attribute__((always_inline)) void *tcache_pop_size(size_t size) 
   void **head = b->head;
   if (unlikely((uint16_t)(uintptr_t)head == b->low_empty)) return NULL;
   b->head = head + 1;
-  b->nmalloc++;
+  b->nmalloc_raw++; /* with prof:true this path is never taken (prof_cache.h) */
   void *p = *head;
   ((block_word_t *)p)[1] = 0; /* the freed-block key (hardened_key.h) */
   return p;
@@ -38,10 +38,24 @@ static inline __attribute__((always_inline)) void *tcache_pop_size(size_t size) 
 static inline unsigned cache_bin_count(const cache_bin_t *b) {
   return (unsigned)(b->slots + b->capacity - b->head);
 }
+/* Blocks this thread took from bin b of cache tc. */
+static inline uint64_t cache_bin_nmalloc(const tcache_t *tc, const cache_bin_t *b) {
+  return b->nmalloc_raw - tc->nmalloc_bias[b - tc->bins];
+}
 /* Frees this thread made into the bin: every block the bin handed out or sent back to
  * the arena came in by a fill or a free. */
-static inline uint64_t cache_bin_ndalloc(const cache_bin_t *b) {
-  return b->nmalloc + cache_bin_count(b) + b->nflushed - b->nfilled;
+static inline uint64_t cache_bin_ndalloc(const tcache_t *tc, const cache_bin_t *b) {
+  return cache_bin_nmalloc(tc, b) + cache_bin_count(b) + b->nflushed - b->nfilled;
+}
+/* Counts a block a slow path took from bin b. With prof:true the count may reach the
+ * bin's sample point here, away from the profiling entry: it is then held one short of
+ * it (the bias takes the difference), so the next allocation through the entry is the
+ * sampled one. */
+static inline void cache_bin_count_malloc(tcache_t *tc, cache_bin_t *b) {
+  if (unlikely(++b->nmalloc_raw == 0)) {
+    b->nmalloc_raw = UINT64_MAX;
+    tc->nmalloc_bias[b - tc->bins]--;
+  }
 }
 
 bool tcache_boot(void);

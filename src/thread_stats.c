@@ -44,7 +44,7 @@ static void unlink_locked(thread_state_t *t) {
 void thread_counts_of_cache(const tcache_t *tc, thread_counts_t *c) {
   for (unsigned k = 0; k < NCACHED_MAX; k++) {
     const cache_bin_t *b = &tc->bins[k + 1];
-    c->nrequests += b->nmalloc;
+    c->nrequests += cache_bin_nmalloc(tc, b);
     c->nfilled += b->nfilled;
     c->nflushed += b->nflushed;
   }

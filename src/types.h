@@ -248,7 +248,11 @@ typedef struct cache_bin {
   uint16_t low_full;     /* (uint16_t)head when the bin is full */
   uint16_t capacity;
   uint64_t region_magic; /* class_info_t.magic, for free's region-start test; 0 = not cached */
-  uint64_t nmalloc;      /* blocks this thread took from this bin (fast and slow paths) */
+  /* Blocks this thread took from this bin (fast and slow paths), less the cache's
+   * nmalloc_bias for the bin: read it with cache_bin_nmalloc (tcache.h). With prof:true
+   * the bias makes this field reach 0 at the bin's next sampled allocation, so that the
+   * profiling entry's fast path finds it in the flags of its increment (prof_cache.h). */
+  uint64_t nmalloc_raw;
   /* slow paths only */
   void **slots;
   /* Blocks moved in from the arena and out to it: with nmalloc and the count they give
@@ -271,6 +275,8 @@ typedef struct tcache {
   size_t alloc_size;          /* bytes mapped for this tcache (its bins' stacks reserved
                                  at their largest capacity) */
   size_t committed;           /* bytes of it the bins' current capacities can touch */
+  /* Per bin, what its nmalloc_raw is off by: 0 unless prof:true (prof_cache.h). */
+  uint64_t nmalloc_bias[NCACHED_MAX + 1];
   /* Per bin, its nmalloc and frees when last published into the thread's counters. */
   uint64_t nmalloc_published[NCACHED_MAX + 1];
   uint64_t ndalloc_published[NCACHED_MAX + 1];
