@@ -51,9 +51,10 @@ static bool resize_large(extent_t *e, size_t old_usable, size_t new_usable) {
   return true;
 }
 
-/* A large block that grows elsewhere, its pages moved (arena.h); NULL with ENOMEM. The
- * profiler is off (with prof:true the new block goes through malloc, to be sampled), and
- * so are the debug fills (junk:true fills the old block, zero:true the new pages). */
+/* A large block that grows elsewhere, its pages moved (arena.h); NULL with ENOMEM. Not
+ * the profiler's sampled allocation (moving_not_sampled: that one goes through malloc,
+ * which records it), nor with the debug fills (junk:true fills the old block, zero:true
+ * the new pages). */
 static void *realloc_moving(extent_t *e, size_t old_usable, size_t new_usable) {
   void *q = arena_realloc_large_moving(current_arena(tcache_get()), e, new_usable);
   if (q == NULL) {
@@ -63,6 +64,17 @@ static void *realloc_moving(extent_t *e, size_t old_usable, size_t new_usable) {
   tls_thread.allocated += new_usable;
   tls_thread.deallocated += old_usable;
   return q;
+}
+
+/* prof:true: whether a block of usize bytes that realloc would move is not the thread's
+ * next sampled allocation (its bytes are then counted down, as malloc's would be); a
+ * sampled one goes through malloc, which records it. Always true with prof:false. */
+static bool moving_not_sampled(size_t usize) {
+  if (!opt_prof) return true;
+  prof_thread_t *t = &tls_thread.prof;
+  if ((int64_t)usize >= t->bytes_until_sample) return false;
+  t->bytes_until_sample -= (int64_t)usize;
+  return true;
 }
 
 /* hardened:true: the block stays where malloc(size) would give a block of its size (its
@@ -138,7 +150,8 @@ NOINLINE PROF_API_ENTRY static void *realloc_block(void *p, size_t size) {
     if (new_usable == old_usable) return p;
     /* A sampled block keeps its extent: allocate, copy, free (the profiler sees both). */
     if (new_usable != 0 && !e->sampled && resize_large(e, old_usable, new_usable)) return p;
-    if (new_usable > old_usable && old_usable >= REALLOC_MOVE_MIN && !e->sampled && !opt_prof && !opt_junk && !opt_zero)
+    if (new_usable > old_usable && old_usable >= REALLOC_MOVE_MIN && !e->sampled && !opt_junk && !opt_zero &&
+        moving_not_sampled(new_usable))
       return realloc_moving(e, old_usable, new_usable);
   }
   void *q = tessera_malloc_internal(size);
