@@ -158,6 +158,10 @@ static inline __attribute__((always_inline)) void *malloc_profiled_any(size_t si
   void *p;
   if (tc != NULL && tcache_bin(tc, c)->capacity > 0) { /* the bin's own countdown */
     if (likely(!prof_bin_due(tc, c))) return alloc_any(size);
+    if (unlikely(!prof_bin_armed(tc, c))) { /* the bin's first: its countdown starts */
+      prof_bin_rearm(tc, c);
+      return alloc_any(size);
+    }
     if (prof_sample_wanted(&tls_thread.prof)) PROF_SAMPLE_FROM_HERE(p, alloc_sampled_cached(tc, c));
     else p = alloc_any(size);
     prof_bin_rearm(tc, c);

@@ -29,7 +29,16 @@ static void arm_bin(tcache_t *tc, unsigned c) {
 }
 
 void prof_cache_arm(tcache_t *tc) {
-  for (unsigned c = 0; c < NCACHED_MAX; c++) arm_bin(tc, c);
+  for (unsigned c = 0; c < NCACHED_MAX; c++) {
+    cache_bin_t *b = tcache_bin(tc, c);
+    uint64_t count = cache_bin_nmalloc(tc, b);
+    b->nmalloc_raw = UINT64_MAX; /* due: the next allocation through the entry draws */
+    tc->nmalloc_bias[c + 1] = b->nmalloc_raw - count;
+  }
+  tc->prof_armed_bins = 0;
 }
 
-void prof_bin_rearm(tcache_t *tc, unsigned c) { arm_bin(tc, c); }
+void prof_bin_rearm(tcache_t *tc, unsigned c) {
+  arm_bin(tc, c);
+  tc->prof_armed_bins |= (uint64_t)1 << c;
+}

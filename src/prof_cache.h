@@ -45,13 +45,18 @@ extern INTERNAL uint16_t prof_cache_lookup[(LOOKUP_MAX >> 4) + 1];
 
 /* Fills prof_cache_lookup (at boot, with prof:true). */
 void prof_cache_boot(void);
-/* Draws the first countdown of every caching bin of tc, a new cache (prof:true). */
+/* Readies a new cache (prof:true): each bin's count held at its due point, unarmed, so
+ * that the bin's first allocation through the profiling entry reaches the general path,
+ * which draws the bin's countdown then (a thread pays for the draws of the classes it
+ * uses, not of all of them). */
 void prof_cache_arm(tcache_t *tc);
-/* Whether the next block bin c of tc hands out is its sampled one. */
+/* Whether the next block bin c of tc hands out is its sampled one (or the bin has not
+ * drawn its countdown yet). */
 static inline bool prof_bin_due(const tcache_t *tc, unsigned c) {
   return tc->bins[c + 1].nmalloc_raw == UINT64_MAX;
 }
-/* After bin c's due allocation (sampled or not): the bin's next countdown. */
+static inline bool prof_bin_armed(const tcache_t *tc, unsigned c) { return (tc->prof_armed_bins >> c) & 1; }
+/* Draws bin c's countdown: after its due allocation (sampled or not), or first. */
 void prof_bin_rearm(tcache_t *tc, unsigned c);
 
 /* A block for size bytes from the calling thread's cache, counted; NULL when the size is

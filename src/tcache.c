@@ -198,7 +198,7 @@ static tcache_t *tcache_create(void) {
   }
   tc->arena = thread_arena();
   memset(tc->nmalloc_bias, 0, sizeof tc->nmalloc_bias); /* a pooled cache holds its last thread's */
-  if (opt_prof && !opt_hardened) prof_cache_arm(tc); /* each bin counts down to its first sample */
+  if (opt_prof && !opt_hardened) prof_cache_arm(tc); /* each bin due to draw its countdown */
   lock_acquire(&registry_lock);
   tc->next = registry;
   if (registry) registry->prev = tc;

@@ -292,6 +292,7 @@ typedef struct tcache {
    * recurrent_bins: it grew again after that, and is never released so again. */
   uint64_t busy_event[NCACHED_MAX + 1];
   uint64_t grown_bins, released_bins, recurrent_bins;
+  uint64_t prof_armed_bins; /* prof:true: bit c, bin c has drawn its countdown (prof_cache.h) */
   /* Each bin's two stacks, by their empty ends: the packed one (the starting capacity)
    * and the one it grows into (NULL: the bin never grows). */
   void **home_empty[NCACHED_MAX + 1];
