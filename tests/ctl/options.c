@@ -168,6 +168,32 @@ static int child_zero(void) {
   return 0;
 }
 
+static int child_work(void);
+
+/* Contradictory options: the outcome each warning announces. */
+static int child_nslots_contradiction(void) {
+  TT_CHECK(READ_U("opt.tcache_nslots_small_min") == 100 && READ_U("opt.tcache_nslots_small_max") == 100);
+  return 0;
+}
+
+static int child_junk_zero(void) {
+  TT_CHECK(opt_bool("opt.junk") && opt_bool("opt.zero"));
+  unsigned char *p = malloc(200);
+  TT_CHECK(p != NULL && p[0] == 0 && p[199] == 0); /* new blocks zeroed */
+  free(p);
+  return 0;
+}
+
+static int child_hardened_junk(void) {
+  TT_CHECK(opt_bool("opt.hardened") && !opt_bool("opt.junk") && !opt_bool("opt.zero"));
+  return child_work();
+}
+
+static int child_hardened_prof(void) {
+  TT_CHECK(opt_bool("opt.hardened") && !opt_bool("opt.prof"));
+  return child_work();
+}
+
 static int child_work(void) {
   void *p[100];
   for (int i = 0; i < 100; i++) TT_CHECK((p[i] = malloc((size_t)i * 40 + 1)) != NULL);
@@ -185,6 +211,8 @@ static const check_t checks[] = {
     {"tcache_max", child_tcache_max}, {"nslots", child_nslots}, {"slab_sizes", child_slab_sizes},
     {"decay", child_decay},       {"misc", child_misc},         {"junk", child_junk},
     {"zero", child_zero},         {"work", child_work},         {"free_map", child_free_map},
+    {"nslots_contradiction", child_nslots_contradiction}, {"junk_zero", child_junk_zero},
+    {"hardened_junk", child_hardened_junk}, {"hardened_prof", child_hardened_prof},
 };
 
 static int run_check(const char *name) {
@@ -287,6 +315,19 @@ static void run_all(void) {
   expect("defaults", "no_such_option:1", "tessera: TESSERA_CONF: unknown option 'no_such_option' (ignored; see tessera(3))\n");
   expect("defaults", "narenas", "tessera: TESSERA_CONF: missing value for 'narenas' (expected key:value)\n");
   expect("narenas", "tcache_max:big,narenas:1", BAD("tcache_max:big", "an integer in [0, 32768]"));
+  /* Contradictory values: one line each, as for a bad value, and the outcome it names. */
+  expect("nslots_contradiction", "tcache_nslots_small_min:300,tcache_nslots_small_max:100",
+         "tessera: contradictory options 'tcache_nslots_small_min:300' and 'tcache_nslots_small_max:100' (the "
+         "minimum is above the maximum; using the maximum for both)\n");
+  expect("junk_zero", "junk:true,zero:true",
+         "tessera: contradictory options 'junk:true' and 'zero:true' (new blocks cannot be both; new blocks are "
+         "zeroed, freed ones junk-filled)\n");
+  expect("hardened_junk", "hardened:true,junk:true",
+         "tessera: contradictory options 'hardened:true' and 'junk:true' (hardened mode zeroes freed blocks and "
+         "checks them; junk and zero are off)\n");
+  expect("hardened_prof", "hardened:true,prof:true",
+         "tessera: contradictory options 'hardened:true' and 'prof:true' (the profiler's sampled blocks have no "
+         "canaries; prof is off)\n");
   expect_abort("abort_conf:true,narenas:bogus", "bad value for 'narenas:bogus'");
   expect_abort("narenas:bogus,abort_conf:true", "aborting on a bad option (abort_conf:true)");
 }
