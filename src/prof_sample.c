@@ -355,7 +355,7 @@ static size_t shard_max_records(void) {
 /* Puts the record in (and marks the block); false if it cannot be. Shard lock held. */
 static bool shard_insert(prof_shard_t *sh, prof_stack_t *s, void *ptr, size_t usize, const prof_mark_t *mark) {
   if (sh->count >= shard_max_records()) return false;
-  if (sh->count + 1 > sh->nbuckets * 2 && !record_buckets_grow(sh)) return false;
+  if (sh->count + 1 > sh->nbuckets && !record_buckets_grow(sh)) return false; /* chains of one */
   shard_counts_t *c = shard_counts(sh, s);
   prof_record_t *r = c ? record_new(sh) : NULL;
   if (!r) return false;
