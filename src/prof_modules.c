@@ -164,7 +164,8 @@ static struct {
   lock_t lock;
 } __attribute__((aligned(64))) gates[GATES];
 
-static lock_t *my_gate(void) { return &gates[(lock_my_id() >> 1) & (GATES - 1)].lock; }
+/* By the thread's id, as the locks know it (0 before its first lock: gate 0). */
+static lock_t *my_gate(void) { return &gates[(tls_thread.lock_id >> 1) & (GATES - 1)].lock; }
 
 bool prof_modules_locked(void (*fn)(const prof_module_table_t *t, void *arg), void *arg) {
   locked_ctx_t c = {fn, arg, 0, false, false};

@@ -23,6 +23,7 @@ typedef struct prof_record {
   struct prof_record *next; /* hash chain, or the free list */
   uintptr_t ptr;
   shard_counts_t *counts;
+  uintptr_t key; /* the shard's key, for the mark's forget */
   size_t usize;
   double weight;
   const prof_mark_t *mark; /* how the allocator marked the block, or NULL */
@@ -233,18 +234,10 @@ static size_t record_bucket(const prof_shard_t *sh, uintptr_t ptr) {
  * (its neighbours') most often leaves without a lock. A block's record is in before
  * malloc returns it, so any free of it, ordered after that return, sees its slot's count
  * at 1 or more. */
-#define RECORD_FILTER 1024 /* a power of two */
-static _Atomic uint32_t record_filter[RECORD_FILTER];
+_Atomic uint32_t prof_record_filter[PROF_RECORD_FILTER];
 
-static inline _Atomic uint32_t *filter_slot(uintptr_t ptr) {
-  return &record_filter[((uint64_t)ptr * 0x9E3779B97F4A7C15ull) >> 54 & (RECORD_FILTER - 1)];
-}
 static inline void filter_add(uintptr_t ptr, int32_t delta) {
-  atomic_fetch_add_explicit(filter_slot(ptr), (uint32_t)delta, memory_order_relaxed);
-}
-
-bool prof_record_maybe_sampled(const void *ptr) {
-  return atomic_load_explicit(filter_slot((uintptr_t)ptr), memory_order_relaxed) != 0;
+  atomic_fetch_add_explicit(prof_record_filter_slot(ptr), (uint32_t)delta, memory_order_relaxed);
 }
 
 static bool record_buckets_grow(prof_shard_t *sh) {
@@ -327,7 +320,7 @@ static void record_forget(prof_record_t *r) {
   size_t padding = padding_of(r);
   if (padding != 0) atomic_fetch_sub_explicit(&sampled_padding, padding, memory_order_relaxed);
   filter_add(r->ptr, -1);
-  if (r->mark) r->mark->forget(r->ptr);
+  if (r->mark) r->mark->forget(r->ptr, r->key);
 }
 
 bool prof_record_alloc(void *ptr, size_t usize, const uintptr_t *pcs, unsigned depth) {
@@ -353,13 +346,14 @@ static size_t shard_max_records(void) {
 }
 
 /* Puts the record in (and marks the block); false if it cannot be. Shard lock held. */
-static bool shard_insert(prof_shard_t *sh, prof_stack_t *s, void *ptr, size_t usize, const prof_mark_t *mark) {
+static bool shard_insert(prof_shard_t *sh, prof_stack_t *s, void *ptr, uintptr_t key, size_t usize,
+                         const prof_mark_t *mark) {
   if (sh->count >= shard_max_records()) return false;
   if (sh->count + 1 > sh->nbuckets && !record_buckets_grow(sh)) return false; /* chains of one */
   shard_counts_t *c = shard_counts(sh, s);
   prof_record_t *r = c ? record_new(sh) : NULL;
   if (!r) return false;
-  if (mark && !mark->mark((uintptr_t)ptr)) { /* cannot be marked: not sampled */
+  if (mark && !mark->mark((uintptr_t)ptr, key)) { /* cannot be marked: not sampled */
     r->next = sh->free_list;
     sh->free_list = r;
     return false;
@@ -367,6 +361,7 @@ static bool shard_insert(prof_shard_t *sh, prof_stack_t *s, void *ptr, size_t us
   double weight = weight_of(sh, usize, prof_sample_period());
   r->ptr = (uintptr_t)ptr;
   r->counts = c;
+  r->key = key;
   r->usize = usize;
   r->weight = weight;
   r->mark = mark;
@@ -389,14 +384,13 @@ bool prof_record_alloc_marked(void *ptr, uintptr_t key, size_t usize, const uint
   prof_stack_t *s = stack_intern(pcs, depth, hash_pcs(pcs, depth));
   prof_shard_t *sh = shard_of(key);
   lock_acquire(&sh->lock);
-  bool ok = s && shard_insert(sh, s, ptr, usize, mark);
+  bool ok = s && shard_insert(sh, s, ptr, key, usize, mark);
   if (!ok) sh->dropped++;
   lock_release(&sh->lock);
   return ok;
 }
 
 bool prof_record_free_keyed(void *ptr, uintptr_t key) {
-  if (!prof_record_maybe_sampled(ptr)) return false;
   prof_shard_t *sh = shard_of(key);
   lock_acquire(&sh->lock);
   prof_record_t *found = NULL;
@@ -418,7 +412,7 @@ bool prof_record_free_keyed(void *ptr, uintptr_t key) {
   return found != NULL;
 }
 
-bool prof_record_free(void *ptr) { return prof_record_free_keyed(ptr, (uintptr_t)ptr); }
+bool prof_record_free(void *ptr) { return prof_record_maybe_sampled(ptr) && prof_record_free_keyed(ptr, (uintptr_t)ptr); }
 
 bool prof_sample_alloc(prof_thread_t *t, void *ptr, size_t usize, unsigned skip) {
   prof_bytes_until_sample(t);
@@ -464,7 +458,7 @@ static void shard_reset(prof_shard_t *sh) {
     for (prof_record_t *r = sh->buckets[i], *next; r; r = next) {
       next = r->next;
       filter_add(r->ptr, -1);
-      if (r->mark) r->mark->forget(r->ptr);
+      if (r->mark) r->mark->forget(r->ptr, r->key);
       r->next = sh->free_list;
       sh->free_list = r;
     }

@@ -37,10 +37,11 @@ typedef struct prof_thread {
   prof_regs_t *unwind_start;
 } prof_thread_t;
 
-/* How the allocator marks a sampled block so that its free reaches the profiler. */
+/* How the allocator marks a sampled block so that its free reaches the profiler; key is
+ * the one the block was recorded with (prof_record_alloc_marked). */
 typedef struct prof_mark {
-  bool (*mark)(uintptr_t ptr);
-  void (*forget)(uintptr_t ptr);
+  bool (*mark)(uintptr_t ptr, uintptr_t key);
+  void (*forget)(uintptr_t ptr, uintptr_t key);
 } prof_mark_t;
 
 typedef struct prof_config {
@@ -135,13 +136,20 @@ bool prof_record_alloc(void *ptr, size_t usize, const uintptr_t *pcs, unsigned d
 bool prof_record_alloc_marked(void *ptr, uintptr_t key, size_t usize, const uintptr_t *pcs, unsigned depth,
                               const prof_mark_t *mark);
 /* Forgets a sampled block recorded under key (free, or the old block of a realloc).
- * Returns false if ptr was not sampled. */
+ * Returns false if ptr was not sampled. Call when prof_record_maybe_sampled(ptr). */
 bool prof_record_free_keyed(void *ptr, uintptr_t key);
 /* prof_record_free_keyed for a block recorded by prof_record_alloc (key ptr). */
 bool prof_record_free(void *ptr);
 /* False when ptr is surely not sampled (a filter of live records' counts by hashed
  * address, read without a lock): a free can leave before finding its key. */
-bool prof_record_maybe_sampled(const void *ptr);
+#define PROF_RECORD_FILTER 1024 /* a power of two */
+extern _Atomic uint32_t prof_record_filter[PROF_RECORD_FILTER];
+static inline _Atomic uint32_t *prof_record_filter_slot(uintptr_t ptr) {
+  return &prof_record_filter[((uint64_t)ptr * 0x9E3779B97F4A7C15ull) >> 54 & (PROF_RECORD_FILTER - 1)];
+}
+static inline bool prof_record_maybe_sampled(const void *ptr) {
+  return atomic_load_explicit(prof_record_filter_slot((uintptr_t)ptr), memory_order_relaxed) != 0;
+}
 
 /* The unbiasing weight of one sampled block: 1 / (1 - e^(-usize / period)). */
 double prof_sample_weight(size_t usize, uint64_t period);
