@@ -476,7 +476,7 @@ cached_row_t prof_cfi_rows[PROF_CFI_ROWS] __attribute__((aligned(64)));
 static bool fits_int16(int64_t v) { return v >= INT16_MIN && v <= INT16_MAX; }
 
 /* Writes *from into slot for lockless readers (prof_cfi_row_copy): its sequence number
- * odd while it is written. Writers hold the gate. */
+ * odd while it is written. Writers hold the loader's lock (a dl_iterate_phdr callback). */
 static void row_write(cached_row_t *slot, const cached_row_t *from) {
   uint32_t seq = slot->seq;
   __atomic_store_n(&slot->seq, seq + 1, __ATOMIC_RELAXED);

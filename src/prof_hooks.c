@@ -100,10 +100,11 @@ static void dump_if_peak(void) {
  * free's slow path, which tells the profiler (prof_block_free). When the extent's last
  * sampled block goes, the span of first pages its sampled blocks diverted (sampled_first
  * to sampled_last) gets its entries back (the pages between were never diverted and are
- * written the same). Both run under the profiler's table lock (prof_record_alloc_marked). */
+ * written the same). Both run under the lock of the profiler's record shard, which is
+ * chosen by the extent (shard_key): every mark of one extent under one lock. */
 _Static_assert(SLAB_MAX_PAGES <= UINT8_MAX + 1, "a slab's page index fits extent_t.sampled_first");
-static bool mark_in_place(uintptr_t p) {
-  extent_t *e = pm_extent(pagemap_get(p));
+static bool mark_in_place(uintptr_t p, uintptr_t key) {
+  extent_t *e = (extent_t *)key;
   uint8_t n = __atomic_load_n(&e->sampled, __ATOMIC_RELAXED);
   if (n == UINT8_MAX) return false;
   __atomic_store_n(&e->sampled, (uint8_t)(n + 1), __ATOMIC_RELAXED);
@@ -115,17 +116,20 @@ static bool mark_in_place(uintptr_t p) {
   return true;
 }
 
-static void forget_in_place(uintptr_t p) {
-  pm_entry_t entry = pagemap_get(p);
-  extent_t *e = pm_extent(entry);
+static void forget_in_place(uintptr_t p, uintptr_t key) {
+  extent_t *e = (extent_t *)key;
   uint8_t n = __atomic_load_n(&e->sampled, __ATOMIC_RELAXED) - 1;
   __atomic_store_n(&e->sampled, n, __ATOMIC_RELAXED);
   if (n != 0) return;
   free_map_restore_pages(e->addr + ((uintptr_t)e->sampled_first << LG_PAGE),
-                         (size_t)(e->sampled_last - e->sampled_first) + 1, pm_code(entry));
+                         (size_t)(e->sampled_last - e->sampled_first) + 1, pm_code(pagemap_get(p)));
 }
 
 static const prof_mark_t in_place = {mark_in_place, forget_in_place};
+
+/* The key of p's record shard: its extent, the same for every block of a slab (their
+ * marks share the extent's count and span), which the marks then need not look up. */
+static uintptr_t shard_key(const void *p) { return (uintptr_t)pm_extent(pagemap_get((uintptr_t)p)); }
 
 /* Records p after its stack, then any dump the allocation triggers. */
 static void record(void *p, size_t usize, const prof_mark_t *mark) {
@@ -133,7 +137,8 @@ static void record(void *p, size_t usize, const prof_mark_t *mark) {
   /* The bytes allocated since the thread's previous sample, on average (what each
    * stream counted down is not kept). */
   uint64_t consumed = prof_sample_period();
-  prof_sample_alloc_outside(t, p, usize, (uintptr_t)__start_tessera_api, (uintptr_t)__stop_tessera_api, mark);
+  prof_sample_alloc_outside(t, p, p ? shard_key(p) : 0, usize, (uintptr_t)__start_tessera_api,
+                            (uintptr_t)__stop_tessera_api, mark);
   if (p == NULL) return;
   t->busy = true; /* a dump's own allocations (none expected) are never sampled */
   dump_if_interval(consumed);
@@ -144,7 +149,9 @@ static void record(void *p, size_t usize, const prof_mark_t *mark) {
 PROF_API_ENTRY void prof_block_record(void *p, size_t usize) { record(p, usize, NULL); }
 PROF_API_ENTRY void prof_block_record_in_place(void *p, size_t usize) { record(p, usize, &in_place); }
 
-void prof_block_free(void *p) { prof_record_free(p); }
+void prof_block_free(void *p) {
+  if (prof_record_maybe_sampled(p)) prof_record_free_keyed(p, shard_key(p));
+}
 
 /* ---------------------------------------------------------------- prof.* */
 

@@ -156,14 +156,23 @@ static int locked_cb(struct dl_phdr_info *info, size_t size, void *arg) {
 
 /* Held around the profiler's dl_iterate_phdr calls, and by fork's prepare handler: a
  * child of fork must not inherit the loader's lock held by a thread that no longer
- * exists there (glibc does not reset it), which would stop its first stack capture. */
-static lock_t gate;
+ * exists there (glibc does not reset it), which would stop its first stack capture.
+ * One gate per group of threads (by thread id), fork taking them all: threads sampling
+ * at once do not pass one lock's line back and forth. */
+#define GATES 16 /* a power of two */
+static struct {
+  lock_t lock;
+} __attribute__((aligned(64))) gates[GATES];
+
+/* By the thread's id, as the locks know it (0 before its first lock: gate 0). */
+static lock_t *my_gate(void) { return &gates[(tls_thread.lock_id >> 1) & (GATES - 1)].lock; }
 
 bool prof_modules_locked(void (*fn)(const prof_module_table_t *t, void *arg), void *arg) {
   locked_ctx_t c = {fn, arg, 0, false, false};
-  lock_acquire(&gate);
+  lock_t *gate = my_gate();
+  lock_acquire(gate);
   dl_iterate_phdr(locked_cb, &c);
-  lock_release(&gate);
+  lock_release(gate);
   return c.ran;
 }
 
@@ -172,17 +181,22 @@ uint64_t prof_modules_generation(void) { return __atomic_load_n(&published_gener
 prof_modules_verdict_t prof_modules_check(uint64_t generation, void (*fn)(const prof_module_table_t *t, void *arg),
                                           void *arg) {
   locked_ctx_t c = {fn, arg, generation, false, false};
-  lock_acquire(&gate);
+  lock_t *gate = my_gate();
+  lock_acquire(gate);
   dl_iterate_phdr(locked_cb, &c);
-  lock_release(&gate);
+  lock_release(gate);
   return c.current ? PROF_MODULES_CURRENT : c.ran ? PROF_MODULES_RAN : PROF_MODULES_NONE;
 }
 
 size_t prof_modules_bytes(void) { return __atomic_load_n(&table_capacity, __ATOMIC_RELAXED) * sizeof(prof_module_t); }
 
-void prof_modules_fork_prepare(void) { lock_fork_prepare(&gate); }
-void prof_modules_fork_parent(void) { lock_fork_release(&gate); }
-void prof_modules_fork_child(void) { lock_fork_release(&gate); }
+void prof_modules_fork_prepare(void) {
+  for (unsigned i = 0; i < GATES; i++) lock_fork_prepare(&gates[i].lock);
+}
+void prof_modules_fork_parent(void) {
+  for (unsigned i = GATES; i-- > 0;) lock_fork_release(&gates[i].lock);
+}
+void prof_modules_fork_child(void) { prof_modules_fork_parent(); }
 
 const prof_module_t *prof_module_find(const prof_module_table_t *t, uintptr_t addr) {
   unsigned lo = 0, hi = t->count;

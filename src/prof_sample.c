@@ -11,32 +11,65 @@
 
 #include <string.h>
 
+/* A stack's counters within one shard (stack->per_shard): the records of that shard add
+ * to them, under its lock; a snapshot adds the shards up. */
+typedef struct shard_counts {
+  struct shard_counts *next_in_shard; /* the shard's, newest first */
+  const prof_stack_t *stack;
+  prof_counts_t counts;
+} shard_counts_t;
+
 typedef struct prof_record {
   struct prof_record *next; /* hash chain, or the free list */
   uintptr_t ptr;
-  prof_stack_t *stack;
+  shard_counts_t *counts;
+  uintptr_t key; /* the shard's key, for the mark's forget */
   size_t usize;
   double weight;
   const prof_mark_t *mark; /* how the allocator marked the block, or NULL */
 } prof_record_t;
 
-#define RECORD_CHUNK ((size_t)16 << 10)
+#define RECORD_CHUNK ((size_t)4 << 10)
+#define SHARD_BUCKETS_MIN 64
+
+/* Records, by a key the caller gives (the block's extent: every block of a slab in one
+ * shard, so that the marks of one extent are made under one lock): a chained hash by
+ * pointer per shard, its free records, its stack counters and its weights. */
+#define WEIGHT_CACHE 32 /* a power of two */
+typedef struct prof_shard {
+  lock_t lock;
+  prof_record_t **buckets;
+  size_t nbuckets, count;
+  prof_record_t *free_list;
+  shard_counts_t *counts_list;
+  shard_counts_t *counts_free; /* unused entries of the last chunk */
+  size_t counts_free_n;
+  uint64_t dropped;
+  struct {
+    size_t usize; /* 0: empty */
+    uint64_t period;
+    double weight;
+  } weights[WEIGHT_CACHE];
+} __attribute__((aligned(64))) prof_shard_t;
 
 _Atomic bool prof_active_now;
-static lock_t prof_lock;
 static prof_config_t config = PROF_CONFIG_DEFAULT;
 static _Atomic uint64_t period = (uint64_t)1 << 19;
+static prof_shard_t shards[PROF_SHARDS];
 
-/* Stacks: open addressing by hash, capacity a power of two, at most half full. */
-static prof_stack_t **stack_slots;
-static size_t stack_capacity, stack_count;
+/* Stacks: open addressing by hash, capacity a power of two, at most half full. Lookups
+ * read without a lock (a slot is published once its stack is whole; a grown table
+ * replaces the old one, which is kept, since a reader may still probe it); inserts take
+ * stack_lock. */
+typedef struct stack_table {
+  size_t capacity;
+  prof_stack_t *_Atomic slots[];
+} stack_table_t;
+
+static lock_t stack_lock;
+static stack_table_t *_Atomic stacks;
+static size_t stack_count;
 static prof_stack_t *stack_list;
-
-/* Records: chained hash by pointer; free records on a list. */
-static prof_record_t **record_buckets;
-static size_t record_nbuckets, record_count;
-static prof_record_t *record_free_list;
-static uint64_t dropped;
 
 /* ---------------------------------------------------------------- own memory */
 
@@ -108,12 +141,12 @@ double prof_sample_weight(size_t usize, uint64_t mean) {
 /* ---------------------------------------------------------------- setup */
 
 void prof_sample_init(const prof_config_t *c) {
-  lock_acquire(&prof_lock);
+  lock_acquire(&stack_lock);
   config = *c;
   if (config.lg_sample > 40) config.lg_sample = 40;
   if (config.max_depth == 0 || config.max_depth > PROF_DEPTH_MAX) config.max_depth = PROF_DEPTH_MAX;
   atomic_store_explicit(&period, (uint64_t)1 << config.lg_sample, memory_order_relaxed);
-  lock_release(&prof_lock);
+  lock_release(&stack_lock);
 }
 
 /* ---------------------------------------------------------------- stacks */
@@ -128,20 +161,26 @@ static uint64_t hash_pcs(const uintptr_t *pcs, unsigned depth) {
   return h;
 }
 
+static void stack_table_put(stack_table_t *t, prof_stack_t *s) {
+  size_t j = s->hash & (t->capacity - 1);
+  while (atomic_load_explicit(&t->slots[j], memory_order_relaxed)) j = (j + 1) & (t->capacity - 1);
+  atomic_store_explicit(&t->slots[j], s, memory_order_release);
+}
+
+/* A table twice as large (1,024 slots the first time), published whole; the old one
+ * stays (a lookup may be probing it): the tables sum to twice the last one. stack_lock
+ * held. */
 static bool stack_table_grow(void) {
-  size_t cap = stack_capacity ? stack_capacity * 2 : 1024;
-  prof_stack_t **slots = prof_meta_alloc(cap * sizeof(*slots));
-  if (!slots) return false;
-  for (size_t i = 0; i < stack_capacity; i++) {
-    prof_stack_t *s = stack_slots[i];
-    if (!s) continue;
-    size_t j = s->hash & (cap - 1);
-    while (slots[j]) j = (j + 1) & (cap - 1);
-    slots[j] = s;
+  stack_table_t *old = atomic_load_explicit(&stacks, memory_order_relaxed);
+  size_t cap = old ? old->capacity * 2 : 1024;
+  stack_table_t *t = prof_meta_alloc(sizeof(*t) + cap * sizeof(t->slots[0]));
+  if (!t) return false;
+  t->capacity = cap; /* base memory comes zeroed: every slot empty */
+  for (size_t i = 0; old && i < old->capacity; i++) {
+    prof_stack_t *s = atomic_load_explicit(&old->slots[i], memory_order_relaxed);
+    if (s) stack_table_put(t, s);
   }
-  if (stack_slots) prof_meta_free(stack_slots, stack_capacity * sizeof(*stack_slots));
-  stack_slots = slots;
-  stack_capacity = cap;
+  atomic_store_explicit(&stacks, t, memory_order_release);
   return true;
 }
 
@@ -151,65 +190,76 @@ static bool same_pcs(const uintptr_t *a, const uintptr_t *b, unsigned depth) {
   return true;
 }
 
+/* The interned stack of hash h in the current table, or NULL; no lock. */
+static prof_stack_t *stack_find(const uintptr_t *pcs, unsigned depth, uint64_t h) {
+  stack_table_t *t = atomic_load_explicit(&stacks, memory_order_acquire);
+  if (!t) return NULL;
+  for (size_t j = h & (t->capacity - 1);; j = (j + 1) & (t->capacity - 1)) {
+    prof_stack_t *s = atomic_load_explicit(&t->slots[j], memory_order_acquire);
+    if (!s) return NULL;
+    if (s->hash == h && s->depth == depth && same_pcs(s->pcs, pcs, depth)) return s;
+  }
+}
+
 /* The interned copy of a stack of hash h (hash_pcs); NULL at the bound or without
- * memory. Lock held. */
+ * memory. Found without a lock once it exists (threads sampling one site share only
+ * reads of it). */
 static prof_stack_t *stack_intern(const uintptr_t *pcs, unsigned depth, uint64_t h) {
-  if (stack_capacity) {
-    for (size_t j = h & (stack_capacity - 1);; j = (j + 1) & (stack_capacity - 1)) {
-      prof_stack_t *s = stack_slots[j];
-      if (!s) break;
-      if (s->hash == h && s->depth == depth && same_pcs(s->pcs, pcs, depth)) return s;
+  prof_stack_t *s = stack_find(pcs, depth, h);
+  if (s) return s;
+  lock_acquire(&stack_lock);
+  s = stack_find(pcs, depth, h); /* another thread's, since */
+  stack_table_t *t = atomic_load_explicit(&stacks, memory_order_relaxed);
+  if (!s && stack_count < config.max_stacks && ((t && (stack_count + 1) * 2 <= t->capacity) || stack_table_grow())) {
+    s = prof_meta_alloc(sizeof(*s) + depth * sizeof(*pcs)); /* zeroed: no shard counters yet */
+    if (s) {
+      s->hash = h;
+      s->depth = depth;
+      s->index = (unsigned)stack_count;
+      memcpy(s->pcs, pcs, depth * sizeof(*pcs));
+      s->next_in_order = stack_list;
+      stack_list = s;
+      __atomic_store_n(&stack_count, stack_count + 1, __ATOMIC_RELAXED);
+      stack_table_put(atomic_load_explicit(&stacks, memory_order_relaxed), s);
     }
   }
-  if (stack_count >= config.max_stacks) return NULL;
-  if ((stack_count + 1) * 2 > stack_capacity && !stack_table_grow()) return NULL;
-  prof_stack_t *s = prof_meta_alloc(sizeof(*s) + depth * sizeof(*pcs));
-  if (!s) return NULL;
-  s->hash = h;
-  s->depth = depth;
-  memcpy(s->pcs, pcs, depth * sizeof(*pcs));
-  size_t j = h & (stack_capacity - 1);
-  while (stack_slots[j]) j = (j + 1) & (stack_capacity - 1);
-  stack_slots[j] = s;
-  s->next_in_order = stack_list;
-  stack_list = s;
-  stack_count++;
+  lock_release(&stack_lock);
   return s;
 }
 
 /* ---------------------------------------------------------------- records */
 
-static size_t record_bucket(uintptr_t ptr) {
-  return (size_t)(((uint64_t)ptr * 0x9E3779B97F4A7C15ull) >> 20) & (record_nbuckets - 1);
+static prof_shard_t *shard_of(uintptr_t key) {
+  return &shards[((uint64_t)key * 0x9E3779B97F4A7C15ull) >> 60 & (PROF_SHARDS - 1)];
 }
 
-/* How many live records hash to each slot (written under the lock, read without it), so
- * that a free on a marked page of a block that is not sampled (its neighbours') most
- * often leaves without the lock. A block's record is in before malloc returns it, so any
- * free of it, ordered after that return, sees its slot's count at 1 or more. */
-#define RECORD_FILTER 1024 /* a power of two */
-static _Atomic uint32_t record_filter[RECORD_FILTER];
-
-static inline _Atomic uint32_t *filter_slot(uintptr_t ptr) {
-  return &record_filter[((uint64_t)ptr * 0x9E3779B97F4A7C15ull) >> 54 & (RECORD_FILTER - 1)];
+static size_t record_bucket(const prof_shard_t *sh, uintptr_t ptr) {
+  return (size_t)(((uint64_t)ptr * 0x9E3779B97F4A7C15ull) >> 20) & (sh->nbuckets - 1);
 }
+
+/* How many live records hash to each slot (atomic adds under the records' shard locks,
+ * read without a lock), so that a free on a marked page of a block that is not sampled
+ * (its neighbours') most often leaves without a lock. A block's record is in before
+ * malloc returns it, so any free of it, ordered after that return, sees its slot's count
+ * at 1 or more. */
+_Atomic uint32_t prof_record_filter[PROF_RECORD_FILTER];
+
 static inline void filter_add(uintptr_t ptr, int32_t delta) {
-  _Atomic uint32_t *slot = filter_slot(ptr);
-  atomic_store_explicit(slot, atomic_load_explicit(slot, memory_order_relaxed) + (uint32_t)delta, memory_order_relaxed);
+  atomic_fetch_add_explicit(prof_record_filter_slot(ptr), (uint32_t)delta, memory_order_relaxed);
 }
 
-static bool record_buckets_grow(void) {
-  size_t n = record_nbuckets ? record_nbuckets * 2 : 1024;
+static bool record_buckets_grow(prof_shard_t *sh) {
+  size_t n = sh->nbuckets ? sh->nbuckets * 2 : SHARD_BUCKETS_MIN;
   prof_record_t **b = prof_meta_alloc(n * sizeof(*b));
   if (!b) return false;
-  size_t old_n = record_nbuckets;
-  prof_record_t **old = record_buckets;
-  record_buckets = b;
-  record_nbuckets = n;
+  size_t old_n = sh->nbuckets;
+  prof_record_t **old = sh->buckets;
+  sh->buckets = b;
+  sh->nbuckets = n;
   for (size_t i = 0; i < old_n; i++) {
     for (prof_record_t *r = old[i], *next; r; r = next) {
       next = r->next;
-      size_t j = record_bucket(r->ptr);
+      size_t j = record_bucket(sh, r->ptr);
       r->next = b[j];
       b[j] = r;
     }
@@ -218,18 +268,38 @@ static bool record_buckets_grow(void) {
   return true;
 }
 
-static prof_record_t *record_new(void) {
-  if (!record_free_list) {
+static prof_record_t *record_new(prof_shard_t *sh) {
+  if (!sh->free_list) {
     prof_record_t *chunk = prof_meta_alloc(RECORD_CHUNK);
     if (!chunk) return NULL;
     for (size_t i = 0; i < RECORD_CHUNK / sizeof(*chunk); i++) {
-      chunk[i].next = record_free_list;
-      record_free_list = &chunk[i];
+      chunk[i].next = sh->free_list;
+      sh->free_list = &chunk[i];
     }
   }
-  prof_record_t *r = record_free_list;
-  record_free_list = r->next;
+  prof_record_t *r = sh->free_list;
+  sh->free_list = r->next;
   return r;
+}
+
+/* Stack s's counters in shard sh (made on its first record there). Shard lock held. */
+#define COUNTS_CHUNK 32
+static shard_counts_t *shard_counts(prof_shard_t *sh, prof_stack_t *s) {
+  unsigned k = (unsigned)(sh - shards);
+  shard_counts_t *c = __atomic_load_n(&s->per_shard[k], __ATOMIC_RELAXED);
+  if (c) return c;
+  if (sh->counts_free_n == 0) {
+    sh->counts_free = prof_meta_alloc(COUNTS_CHUNK * sizeof(shard_counts_t));
+    if (!sh->counts_free) return NULL;
+    sh->counts_free_n = COUNTS_CHUNK;
+  }
+  c = sh->counts_free++;
+  sh->counts_free_n--;
+  c->stack = s;
+  c->next_in_shard = sh->counts_list;
+  sh->counts_list = c;
+  __atomic_store_n(&s->per_shard[k], c, __ATOMIC_RELAXED);
+  return c;
 }
 
 static void counts_add(prof_counts_t *c, size_t usize, double weight, bool live_only) {
@@ -252,81 +322,88 @@ static void counts_remove(prof_counts_t *c, size_t usize, double weight) {
   if (c->live_objects == 0) c->live_est_objects = c->live_est_bytes = 0; /* no rounding residue */
 }
 
-/* Forgets record r (taken off its chain already). Lock held. */
+/* Forgets record r (taken off its chain already). Its shard's lock held. */
 static void record_forget(prof_record_t *r) {
-  counts_remove(&r->stack->counts, r->usize, r->weight);
+  counts_remove(&r->counts->counts, r->usize, r->weight);
   size_t padding = padding_of(r);
   if (padding != 0) atomic_fetch_sub_explicit(&sampled_padding, padding, memory_order_relaxed);
   filter_add(r->ptr, -1);
-  if (r->mark) r->mark->forget(r->ptr);
+  if (r->mark) r->mark->forget(r->ptr, r->key);
 }
 
 bool prof_record_alloc(void *ptr, size_t usize, const uintptr_t *pcs, unsigned depth) {
-  return prof_record_alloc_marked(ptr, usize, pcs, depth, NULL);
+  return prof_record_alloc_marked(ptr, (uintptr_t)ptr, usize, pcs, depth, NULL);
 }
 
 /* The weights of recently sampled sizes (a program samples a few sizes over and over):
- * one exp per size and period instead of one per sample. Lock held. */
-#define WEIGHT_CACHE 64 /* a power of two */
-static struct {
-  size_t usize; /* 0: empty */
-  uint64_t period;
-  double weight;
-} weight_cache[WEIGHT_CACHE];
-
-static double weight_of(size_t usize, uint64_t mean) {
+ * one exp per size and period instead of one per sample. Shard lock held. */
+static double weight_of(prof_shard_t *sh, size_t usize, uint64_t mean) {
   size_t i = (size_t)(((uint64_t)usize * 0x9E3779B97F4A7C15ull) >> 58) & (WEIGHT_CACHE - 1);
-  if (weight_cache[i].usize != usize || weight_cache[i].period != mean) {
-    weight_cache[i].usize = usize;
-    weight_cache[i].period = mean;
-    weight_cache[i].weight = prof_sample_weight(usize, mean);
+  if (sh->weights[i].usize != usize || sh->weights[i].period != mean) {
+    sh->weights[i].usize = usize;
+    sh->weights[i].period = mean;
+    sh->weights[i].weight = prof_sample_weight(usize, mean);
   }
-  return weight_cache[i].weight;
+  return sh->weights[i].weight;
 }
 
-bool prof_record_alloc_marked(void *ptr, size_t usize, const uintptr_t *pcs, unsigned depth, const prof_mark_t *mark) {
+/* The bound on live records, shared out among the shards. */
+static size_t shard_max_records(void) {
+  size_t n = config.max_records / PROF_SHARDS;
+  return n ? n : 1;
+}
+
+/* Puts the record in (and marks the block); false if it cannot be. Shard lock held. */
+static bool shard_insert(prof_shard_t *sh, prof_stack_t *s, void *ptr, uintptr_t key, size_t usize,
+                         const prof_mark_t *mark) {
+  if (sh->count >= shard_max_records()) return false;
+  if (sh->count + 1 > sh->nbuckets && !record_buckets_grow(sh)) return false; /* chains of one */
+  shard_counts_t *c = shard_counts(sh, s);
+  prof_record_t *r = c ? record_new(sh) : NULL;
+  if (!r) return false;
+  if (mark && !mark->mark((uintptr_t)ptr, key)) { /* cannot be marked: not sampled */
+    r->next = sh->free_list;
+    sh->free_list = r;
+    return false;
+  }
+  double weight = weight_of(sh, usize, prof_sample_period());
+  r->ptr = (uintptr_t)ptr;
+  r->counts = c;
+  r->key = key;
+  r->usize = usize;
+  r->weight = weight;
+  r->mark = mark;
+  size_t j = record_bucket(sh, r->ptr);
+  r->next = sh->buckets[j];
+  sh->buckets[j] = r;
+  sh->count++;
+  filter_add(r->ptr, 1);
+  counts_add(&c->counts, usize, weight, false);
+  size_t padding = padding_of(r);
+  if (padding != 0) atomic_fetch_add_explicit(&sampled_padding, padding, memory_order_relaxed);
+  return true;
+}
+
+bool prof_record_alloc_marked(void *ptr, uintptr_t key, size_t usize, const uintptr_t *pcs, unsigned depth,
+                              const prof_mark_t *mark) {
   if (!ptr) return false;
   if (depth > config.max_depth) depth = config.max_depth;
-  uint64_t hash = hash_pcs(pcs, depth); /* before the lock: it is held for less */
-  lock_acquire(&prof_lock);
-  double weight = weight_of(usize, prof_sample_period());
-  bool ok = false;
-  prof_stack_t *s = record_count < config.max_records ? stack_intern(pcs, depth, hash) : NULL;
-  if (s && (record_count + 1 <= record_nbuckets * 2 || record_buckets_grow())) {
-    prof_record_t *r = record_new();
-    if (r && mark && !mark->mark((uintptr_t)ptr)) { /* cannot be marked: not sampled */
-      r->next = record_free_list;
-      record_free_list = r;
-      r = NULL;
-    }
-    if (r) {
-      r->ptr = (uintptr_t)ptr;
-      r->stack = s;
-      r->usize = usize;
-      r->weight = weight;
-      r->mark = mark;
-      size_t j = record_bucket(r->ptr);
-      r->next = record_buckets[j];
-      record_buckets[j] = r;
-      record_count++;
-      filter_add(r->ptr, 1);
-      counts_add(&s->counts, usize, weight, false);
-      size_t padding = padding_of(r);
-      if (padding != 0) atomic_fetch_add_explicit(&sampled_padding, padding, memory_order_relaxed);
-      ok = true;
-    }
-  }
-  if (!ok) dropped++;
-  lock_release(&prof_lock);
+  /* Hash and interned stack before the shard's lock: it is held for less. */
+  prof_stack_t *s = stack_intern(pcs, depth, hash_pcs(pcs, depth));
+  prof_shard_t *sh = shard_of(key);
+  lock_acquire(&sh->lock);
+  bool ok = s && shard_insert(sh, s, ptr, key, usize, mark);
+  if (!ok) sh->dropped++;
+  lock_release(&sh->lock);
   return ok;
 }
 
-bool prof_record_free(void *ptr) {
-  if (atomic_load_explicit(filter_slot((uintptr_t)ptr), memory_order_relaxed) == 0) return false;
-  lock_acquire(&prof_lock);
+bool prof_record_free_keyed(void *ptr, uintptr_t key) {
+  prof_shard_t *sh = shard_of(key);
+  lock_acquire(&sh->lock);
   prof_record_t *found = NULL;
-  if (record_nbuckets) {
-    for (prof_record_t **link = &record_buckets[record_bucket((uintptr_t)ptr)]; *link; link = &(*link)->next) {
+  if (sh->nbuckets) {
+    for (prof_record_t **link = &sh->buckets[record_bucket(sh, (uintptr_t)ptr)]; *link; link = &(*link)->next) {
       if ((*link)->ptr != (uintptr_t)ptr) continue;
       found = *link;
       *link = found->next;
@@ -335,13 +412,15 @@ bool prof_record_free(void *ptr) {
   }
   if (found) {
     record_forget(found);
-    found->next = record_free_list;
-    record_free_list = found;
-    record_count--;
+    found->next = sh->free_list;
+    sh->free_list = found;
+    sh->count--;
   }
-  lock_release(&prof_lock);
+  lock_release(&sh->lock);
   return found != NULL;
 }
+
+bool prof_record_free(void *ptr) { return prof_record_maybe_sampled(ptr) && prof_record_free_keyed(ptr, (uintptr_t)ptr); }
 
 bool prof_sample_alloc(prof_thread_t *t, void *ptr, size_t usize, unsigned skip) {
   prof_bytes_until_sample(t);
@@ -354,7 +433,7 @@ bool prof_sample_alloc(prof_thread_t *t, void *ptr, size_t usize, unsigned skip)
   return ok;
 }
 
-bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, size_t usize, uintptr_t lo, uintptr_t hi,
+bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, uintptr_t key, size_t usize, uintptr_t lo, uintptr_t hi,
                                const prof_mark_t *mark) {
   if (t->busy || !ptr) return false;
   t->busy = true;
@@ -365,31 +444,46 @@ bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, size_t usize, uintpt
   unsigned first = 0;
   for (unsigned i = 0; i < depth && i < PROF_TRIM_FRAMES; i++)
     if (pcs[i] >= lo && pcs[i] < hi) first = i + 1;
-  bool ok = prof_record_alloc_marked(ptr, usize, pcs + first, depth - first, mark);
+  bool ok = prof_record_alloc_marked(ptr, key, usize, pcs + first, depth - first, mark);
   t->busy = false;
   return ok;
 }
 
+/* Every lock of the tables, in their order: the stacks' first, then the shards'. */
+static void lock_all(void) {
+  lock_acquire(&stack_lock);
+  for (unsigned k = 0; k < PROF_SHARDS; k++) lock_acquire(&shards[k].lock);
+}
+
+static void unlock_all(void) {
+  for (unsigned k = PROF_SHARDS; k-- > 0;) lock_release(&shards[k].lock);
+  lock_release(&stack_lock);
+}
+
+static void shard_reset(prof_shard_t *sh) {
+  for (shard_counts_t *c = sh->counts_list; c; c = c->next_in_shard) memset(&c->counts, 0, sizeof(c->counts));
+  for (size_t i = 0; i < sh->nbuckets; i++) {
+    for (prof_record_t *r = sh->buckets[i], *next; r; r = next) {
+      next = r->next;
+      filter_add(r->ptr, -1);
+      if (r->mark) r->mark->forget(r->ptr, r->key);
+      r->next = sh->free_list;
+      sh->free_list = r;
+    }
+    sh->buckets[i] = NULL;
+  }
+  sh->count = 0;
+  sh->dropped = 0;
+}
+
 void prof_sample_reset(unsigned lg_sample) {
-  lock_acquire(&prof_lock);
+  lock_all();
   if (lg_sample > 40) lg_sample = 40;
   config.lg_sample = lg_sample;
   atomic_store_explicit(&period, (uint64_t)1 << lg_sample, memory_order_relaxed);
-  for (prof_stack_t *s = stack_list; s; s = s->next_in_order) memset(&s->counts, 0, sizeof(s->counts));
-  for (size_t i = 0; i < record_nbuckets; i++) {
-    for (prof_record_t *r = record_buckets[i], *next; r; r = next) {
-      next = r->next;
-      filter_add(r->ptr, -1);
-      if (r->mark) r->mark->forget(r->ptr);
-      r->next = record_free_list;
-      record_free_list = r;
-    }
-    record_buckets[i] = NULL;
-  }
-  record_count = 0;
+  for (unsigned k = 0; k < PROF_SHARDS; k++) shard_reset(&shards[k]);
   atomic_store_explicit(&sampled_padding, 0, memory_order_relaxed);
-  dropped = 0;
-  lock_release(&prof_lock);
+  unlock_all();
 }
 
 unsigned prof_sample_lg(void) { return (unsigned)__builtin_ctzll(prof_sample_period()); }
@@ -407,30 +501,36 @@ static void counts_accumulate(prof_counts_t *to, const prof_counts_t *c) {
   to->alloc_est_bytes += c->alloc_est_bytes;
 }
 
+/* The shards' counters added up into e (an entry per stack, newest stack first), the
+ * totals into s. Every lock held: every live sample is counted once, in one cut. */
+static void snapshot_fill(prof_snapshot_t *s, prof_snapshot_entry_t *e, size_t n) {
+  for (prof_stack_t *st = stack_list; st; st = st->next_in_order) e[n - 1 - st->index].stack = st;
+  for (unsigned k = 0; k < PROF_SHARDS; k++) {
+    for (shard_counts_t *c = shards[k].counts_list; c; c = c->next_in_shard)
+      counts_accumulate(&e[n - 1 - c->stack->index].counts, &c->counts);
+    s->dropped += shards[k].dropped;
+  }
+  for (size_t i = 0; i < n; i++) counts_accumulate(&s->total, &e[i].counts);
+}
+
 bool prof_snapshot_take(prof_snapshot_t *s) {
   memset(s, 0, sizeof(*s));
   for (int attempt = 0; attempt < 4; attempt++) {
     size_t n = __atomic_load_n(&stack_count, __ATOMIC_RELAXED) + 64;
     size_t size = n * sizeof(prof_snapshot_entry_t);
-    prof_snapshot_entry_t *e = prof_meta_alloc(size);
+    prof_snapshot_entry_t *e = prof_meta_alloc(size); /* zeroed */
     if (!e) return false;
-    lock_acquire(&prof_lock);
+    lock_all();
     if (stack_count <= n) {
-      unsigned i = 0;
-      for (prof_stack_t *st = stack_list; st; st = st->next_in_order, i++) {
-        e[i].stack = st;
-        e[i].counts = st->counts;
-        counts_accumulate(&s->total, &st->counts);
-      }
+      snapshot_fill(s, e, stack_count);
       s->entries = e;
-      s->count = i;
+      s->count = (unsigned)stack_count;
       s->alloc_size = size;
       s->period = prof_sample_period();
-      s->dropped = dropped;
-      lock_release(&prof_lock);
+      unlock_all();
       return true;
     }
-    lock_release(&prof_lock);
+    unlock_all();
     prof_meta_free(e, size);
   }
   return false;
@@ -483,6 +583,14 @@ void prof_snapshot_sort_allocated(prof_snapshot_t *s) { heap_sort(s, allocated_l
 
 /* ---------------------------------------------------------------- fork */
 
-void prof_sample_fork_prepare(void) { lock_fork_prepare(&prof_lock); }
-void prof_sample_fork_parent(void) { lock_fork_release(&prof_lock); }
-void prof_sample_fork_child(void) { lock_fork_release(&prof_lock); }
+void prof_sample_fork_prepare(void) {
+  lock_fork_prepare(&stack_lock);
+  for (unsigned k = 0; k < PROF_SHARDS; k++) lock_fork_prepare(&shards[k].lock);
+}
+
+void prof_sample_fork_parent(void) {
+  for (unsigned k = PROF_SHARDS; k-- > 0;) lock_fork_release(&shards[k].lock);
+  lock_fork_release(&stack_lock);
+}
+
+void prof_sample_fork_child(void) { prof_sample_fork_parent(); }

@@ -8,10 +8,12 @@
  * (a Poisson process over the allocated bytes), so counting it as 1/p(s) objects and
  * s/p(s) bytes gives unbiased estimates (docs/profiling.md).
  *
- * A sampled block's record lives here, out of band, in a hash table by pointer; the
- * allocator marks sampled blocks so that free only calls prof_record_free for them.
- * Stacks are interned (deduplicated by hash) and never freed: each carries the live
- * and cumulative counters. All memory comes from base_alloc, under one lock_t, and
+ * A sampled block's record lives here, out of band, in one of PROF_SHARDS hash tables by
+ * pointer, each with its own lock, chosen by a key the allocator gives (the block's
+ * extent): threads sampling at once rarely meet. The allocator marks sampled blocks so
+ * that free only calls prof_record_free for them. Stacks are interned (deduplicated by
+ * hash, found without a lock) and never freed; their live and cumulative counters are
+ * kept per shard and added up by the snapshots. All memory comes from base_alloc, and
  * both tables have a bound (beyond it a sample is dropped and counted).
  */
 #ifndef TESSERA_PROF_SAMPLE_H
@@ -35,10 +37,11 @@ typedef struct prof_thread {
   prof_regs_t *unwind_start;
 } prof_thread_t;
 
-/* How the allocator marks a sampled block so that its free reaches the profiler. */
+/* How the allocator marks a sampled block so that its free reaches the profiler; key is
+ * the one the block was recorded with (prof_record_alloc_marked). */
 typedef struct prof_mark {
-  bool (*mark)(uintptr_t ptr);
-  void (*forget)(uintptr_t ptr);
+  bool (*mark)(uintptr_t ptr, uintptr_t key);
+  void (*forget)(uintptr_t ptr, uintptr_t key);
 } prof_mark_t;
 
 typedef struct prof_config {
@@ -57,10 +60,17 @@ typedef struct prof_counts {
   double alloc_est_objects, alloc_est_bytes;
 } prof_counts_t;
 
+/* The record tables: a power of two. */
+#define PROF_SHARDS 16
+
+struct shard_counts;
 typedef struct prof_stack {
   struct prof_stack *next_in_order; /* every stack, newest first (for snapshots) */
   uint64_t hash;
-  prof_counts_t counts;
+  /* Its counters in each shard that has recorded it (NULL: none yet), written once under
+   * that shard's lock. */
+  struct shard_counts *per_shard[PROF_SHARDS];
+  unsigned index; /* 0 for the first stack interned, 1 for the next, ... */
   unsigned depth;
   uintptr_t pcs[]; /* innermost first */
 } prof_stack_t;
@@ -110,7 +120,7 @@ static inline bool prof_sample_first_due(prof_thread_t *t, size_t usize) {
  * including the outermost one, among the innermost PROF_TRIM_FRAMES, whose PC lies in
  * [lo, hi) (the allocator's entry points). Without such a frame nothing is left out. */
 #define PROF_TRIM_FRAMES 12
-bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, size_t usize, uintptr_t lo, uintptr_t hi,
+bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, uintptr_t key, size_t usize, uintptr_t lo, uintptr_t hi,
                                const prof_mark_t *mark);
 
 /* prof.reset: forgets every sampled block and zeroes every stack's counters, then sets
@@ -119,16 +129,31 @@ void prof_sample_reset(unsigned lg_sample);
 /* The current lg of the mean interval. */
 unsigned prof_sample_lg(void);
 
-/* Records ptr (of usable size usize) with an already captured stack. */
+/* Records ptr (of usable size usize) with an already captured stack (its shard by ptr). */
 bool prof_record_alloc(void *ptr, size_t usize, const uintptr_t *pcs, unsigned depth);
-/* The same for a block the allocator marks in place (mark may be NULL): mark->mark runs
- * under the table lock once the record is in (false: the block cannot be marked, the
- * record is dropped), mark->forget under the lock when the record goes (free, realloc,
+/* The same for a block the allocator marks in place (mark may be NULL), in the shard of
+ * key (the same key must be given to free it; marks made under one shard's lock are
+ * serialized: blocks whose marks share state must share a key): mark->mark runs under
+ * the shard's lock once the record is in (false: the block cannot be marked, the record
+ * is dropped), mark->forget under that lock when the record goes (free, realloc,
  * prof.reset). */
-bool prof_record_alloc_marked(void *ptr, size_t usize, const uintptr_t *pcs, unsigned depth, const prof_mark_t *mark);
-/* Forgets a sampled block (free, or the old block of a realloc). Returns false if ptr
- * was not sampled. */
+bool prof_record_alloc_marked(void *ptr, uintptr_t key, size_t usize, const uintptr_t *pcs, unsigned depth,
+                              const prof_mark_t *mark);
+/* Forgets a sampled block recorded under key (free, or the old block of a realloc).
+ * Returns false if ptr was not sampled. Call when prof_record_maybe_sampled(ptr). */
+bool prof_record_free_keyed(void *ptr, uintptr_t key);
+/* prof_record_free_keyed for a block recorded by prof_record_alloc (key ptr). */
 bool prof_record_free(void *ptr);
+/* False when ptr is surely not sampled (a filter of live records' counts by hashed
+ * address, read without a lock): a free can leave before finding its key. */
+#define PROF_RECORD_FILTER 1024 /* a power of two */
+extern _Atomic uint32_t prof_record_filter[PROF_RECORD_FILTER];
+static inline _Atomic uint32_t *prof_record_filter_slot(uintptr_t ptr) {
+  return &prof_record_filter[((uint64_t)ptr * 0x9E3779B97F4A7C15ull) >> 54 & (PROF_RECORD_FILTER - 1)];
+}
+static inline bool prof_record_maybe_sampled(const void *ptr) {
+  return atomic_load_explicit(prof_record_filter_slot((uintptr_t)ptr), memory_order_relaxed) != 0;
+}
 
 /* The unbiasing weight of one sampled block: 1 / (1 - e^(-usize / period)). */
 double prof_sample_weight(size_t usize, uint64_t period);
@@ -156,7 +181,8 @@ void prof_snapshot_sort_live(prof_snapshot_t *s);
 /* Sorts entries by estimated bytes allocated since the start, largest first. */
 void prof_snapshot_sort_allocated(prof_snapshot_t *s);
 
-/* fork: the table lock, taken in prepare, released in parent and child. */
+/* fork: every table lock (the stacks', each shard's), taken in prepare, released in
+ * parent and child. */
 void prof_sample_fork_prepare(void);
 void prof_sample_fork_parent(void);
 void prof_sample_fork_child(void);

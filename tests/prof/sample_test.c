@@ -6,6 +6,7 @@
 #include "unit.h"
 
 #include <math.h>
+#include <pthread.h>
 
 static void check_math(void) {
   for (double x = 1e-300; x < 1e300; x *= 7.3) {
@@ -136,11 +137,66 @@ static void check_tables(void) {
   prof_snapshot_release(&s);
 }
 
+/* Threads record and free at once while snapshots are taken: the records spread over
+ * the shards, and every snapshot (all shard locks held) counts each live sample once. */
+#define THREADS 4
+#define PER_THREAD 3000
+static char thread_blocks[THREADS][PER_THREAD];
+static const uintptr_t shared_stack[2] = {0x7000, 0x8000};
+static _Atomic int threads_done;
+
+static void *record_and_free(void *arg) {
+  char *blocks = arg;
+  for (int i = 0; i < PER_THREAD; i++) prof_record_alloc(&blocks[i], 64, shared_stack, 2);
+  for (int i = 0; i < PER_THREAD; i += 2) prof_record_free(&blocks[i]);
+  atomic_fetch_add(&threads_done, 1);
+  return NULL;
+}
+
+static void check_threads(void) {
+  prof_sample_reset(19);
+  pthread_t th[THREADS];
+  for (int t = 0; t < THREADS; t++) pthread_create(&th[t], NULL, record_and_free, thread_blocks[t]);
+  unsigned snapshots = 0;
+  while (atomic_load(&threads_done) < THREADS || snapshots == 0) {
+    prof_snapshot_t s;
+    CHECK(prof_snapshot_take(&s), "snapshot while recording");
+    const prof_snapshot_entry_t *e = entry_for(&s, 0x7000);
+    if (e) CHECK(e->counts.live_objects <= e->counts.alloc_objects && e->counts.alloc_objects <= THREADS * PER_THREAD,
+                 "a consistent cut: live %llu, allocated %llu", (unsigned long long)e->counts.live_objects,
+                 (unsigned long long)e->counts.alloc_objects);
+    prof_snapshot_release(&s);
+    snapshots++;
+  }
+  for (int t = 0; t < THREADS; t++) pthread_join(th[t], NULL);
+  prof_sample_fork_prepare(); /* every lock taken, then every lock given back */
+  prof_sample_fork_parent();
+  prof_snapshot_t s;
+  CHECK(prof_snapshot_take(&s), "snapshot after the threads");
+  const prof_snapshot_entry_t *e = entry_for(&s, 0x7000);
+  CHECK(e != NULL, "the shared stack is interned once and found");
+  unsigned found = 0;
+  for (unsigned i = 0; i < s.count; i++) found += s.entries[i].stack->pcs[0] == 0x7000;
+  CHECK(found == 1, "one entry for the shared stack (%u)", found);
+  CHECK(e && e->counts.live_objects == THREADS * PER_THREAD / 2 && e->counts.alloc_objects == THREADS * PER_THREAD,
+        "every shard's counts added once: live %llu, allocated %llu", e ? (unsigned long long)e->counts.live_objects : 0,
+        e ? (unsigned long long)e->counts.alloc_objects : 0);
+  CHECK(s.total.live_bytes == (uint64_t)THREADS * PER_THREAD / 2 * 64, "total live bytes %llu",
+        (unsigned long long)s.total.live_bytes);
+  prof_snapshot_release(&s);
+  for (int t = 0; t < THREADS; t++)
+    for (int i = 1; i < PER_THREAD; i += 2) CHECK(prof_record_free(&thread_blocks[t][i]), "free %d/%d", t, i);
+  CHECK(prof_snapshot_take(&s), "snapshot");
+  CHECK(s.total.live_objects == 0, "all freed: %llu", (unsigned long long)s.total.live_objects);
+  prof_snapshot_release(&s);
+}
+
 int main(void) {
   check_math();
   check_intervals();
   check_weight();
   check_unbiased();
   check_tables();
+  check_threads();
   UNIT_DONE("prof.sample");
 }
