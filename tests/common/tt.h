@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -320,6 +321,13 @@ static inline void tt_watchdog(unsigned seconds, const char *what) {
   fprintf(stderr, "FAIL %s: test process killed by signal %d (%s)\n", what, WTERMSIG(status),
           strsignal(WTERMSIG(status)));
   _exit(1);
+}
+
+/* The process's peak resident memory, in KiB. */
+static inline long tt_peak_rss_kib(void) {
+  struct rusage u;
+  TT_CHECK(getrusage(RUSAGE_SELF, &u) == 0);
+  return u.ru_maxrss;
 }
 
 #endif /* TT_H */

@@ -18,17 +18,10 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 
-/* The process's peak resident memory, in KiB. */
-static long peak_rss_kib(void) {
-  struct rusage u;
-  TT_CHECK(getrusage(RUSAGE_SELF, &u) == 0);
-  return u.ru_maxrss;
-}
-
 int main(void) {
   tt_require_tessera();
   free(malloc(64)); /* this thread's cache and ring */
-  long before = peak_rss_kib();
+  long before = tt_peak_rss_kib();
   size_t total = 0;
   for (unsigned i = 0; total < ((size_t)64 << 20); i++) {
     size_t n = ((size_t)40 << 10) + (size_t)(i * 7919u % 61) * ((size_t)16 << 10); /* 40 KiB to 1 MiB */
@@ -38,7 +31,7 @@ int main(void) {
     free(p);
     total += n;
   }
-  long grown = peak_rss_kib() - before;
+  long grown = tt_peak_rss_kib() - before;
   printf("peak RSS grew by %ld KiB over %zu MiB of blocks freed\n", grown, total >> 20);
   TT_CHECKF(grown < 14 * 1024, "peak RSS grew by %ld KiB: more than the bound of freed large blocks kept in memory", grown);
 

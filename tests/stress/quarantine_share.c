@@ -37,13 +37,6 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-/* The process's peak resident memory, in KiB. */
-static long peak_rss_kib(void) {
-  struct rusage u;
-  TT_CHECK(getrusage(RUSAGE_SELF, &u) == 0);
-  return u.ru_maxrss;
-}
-
 int main(void) {
   tt_require_tessera();
   free(malloc(BLOCK)); /* this thread's ring too */
@@ -53,9 +46,9 @@ int main(void) {
   TT_CHECK(pthread_barrier_init(&measured, NULL, THREADS + 1) == 0);
   for (int i = 0; i < THREADS; i++) TT_CHECK(pthread_create(&t[i], NULL, worker, NULL) == 0);
   pthread_barrier_wait(&started);
-  long before = peak_rss_kib();
+  long before = tt_peak_rss_kib();
   pthread_barrier_wait(&freed);
-  long held = peak_rss_kib() - before;
+  long held = tt_peak_rss_kib() - before;
   pthread_barrier_wait(&measured);
   for (int i = 0; i < THREADS; i++) TT_CHECK(pthread_join(t[i], NULL) == 0);
   printf("hardened.stress.quarantine_share: %d threads: peak RSS up by %ld KiB\n", THREADS, held);
