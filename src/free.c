@@ -396,12 +396,9 @@ size_t free_usable_of_malloc(size_t size) {
 /* Whether a sized free of p may take free's fast path: the free map names a cached
  * class of one of the claimed usable sizes, p starts a region, and holds no key. */
 static bool sized_free_is_plain(const void *p, size_t usable, size_t usable_alt) {
-  const free_map_entry_t *fe = free_map_lookup((uintptr_t)p);
-  unsigned code = fe->cache_bin_offset / (unsigned)sizeof(cache_bin_t);
-  if (code == 0) return false;
-  const class_info_t *ci = &class_infos[code - 1];
-  return (ci->size == usable || ci->size == usable_alt) &&
-         magic_divides(ci->magic, free_map_block_offset(fe, (uintptr_t)p)) && !block_has_freed_key(p);
+  uint32_t offset;
+  const class_info_t *ci = block_live_cached_class(p, &offset);
+  return ci != NULL && (ci->size == usable || ci->size == usable_alt);
 }
 
 void tessera_free_checked_size(void *p, size_t usable, size_t usable_alt, bool use_tcache, const char *func) {
@@ -476,18 +473,13 @@ NOINLINE static size_t usable_size_slow(void *p) { return tessera_usable_size_in
  * their memory call it on every malloc and free (Redis's zmalloc does). Everything else,
  * misuse included, through the general lookup, which names it. */
 TESSERA_EXPORT size_t malloc_usable_size(void *p) {
-  uintptr_t a = (uintptr_t)p;
-  const free_map_entry_t *fe = free_map_lookup(a);
-  unsigned code = fe->cache_bin_offset / (unsigned)sizeof(cache_bin_t);
-  if (likely(code != 0) && likely(!opt_hardened)) {
-    const class_info_t *ci = &class_infos[code - 1];
-    uint32_t offset = free_map_block_offset(fe, a);
-    if (likely(magic_divides(ci->magic, offset) && !block_has_freed_key(p))) {
-      const extent_t *slab = pm_extent(pagemap_get(a));
-      uint32_t idx = magic_quotient(ci->magic, offset);
-      uint64_t word = __atomic_load_n(&slab->bitmap[idx / 64], __ATOMIC_RELAXED);
-      if (likely(!((word >> (idx % 64)) & 1))) return ci->size;
-    }
+  uint32_t offset;
+  const class_info_t *ci = unlikely(opt_hardened) ? NULL : block_live_cached_class(p, &offset);
+  if (likely(ci != NULL)) {
+    const extent_t *slab = pm_extent(pagemap_get((uintptr_t)p));
+    uint32_t idx = magic_quotient(ci->magic, offset);
+    uint64_t word = __atomic_load_n(&slab->bitmap[idx / 64], __ATOMIC_RELAXED);
+    if (likely(!((word >> (idx % 64)) & 1))) return ci->size;
   }
   return usable_size_slow(p);
 }

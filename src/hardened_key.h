@@ -21,6 +21,7 @@
 #define TESSERA_HARDENED_KEY_H
 
 #include "free_map.h"
+#include "size_class.h"
 #include "types.h"
 
 /* The program's memory may hold any type: read and write it as such. */
@@ -33,6 +34,22 @@ static inline void block_set_freed_key(void *p) { ((block_word_t *)p)[1] = block
 static inline void *block_clear_freed_key(void *p) {
   if (p != NULL) ((block_word_t *)p)[1] = 0;
   return p;
+}
+
+/* The class of p when free's fast path would take it as a live block of a cached class:
+ * its page's free-map entry names a cached class, p starts a region of it, and p holds
+ * no freed-block key. NULL for anything else (a large or sampled block, or a misuse,
+ * which the general lookup through the page map names). For the paths beside free's
+ * that want its shortcut: sized frees, realloc, malloc_usable_size. *offset: p's offset
+ * in its slab. */
+static inline const class_info_t *block_live_cached_class(const void *p, uint32_t *offset) {
+  const free_map_entry_t *fe = free_map_lookup((uintptr_t)p);
+  unsigned code = fe->cache_bin_offset / (unsigned)sizeof(cache_bin_t);
+  if (code == 0) return NULL;
+  const class_info_t *ci = &class_infos[code - 1];
+  *offset = free_map_block_offset(fe, (uintptr_t)p);
+  if (!magic_divides(ci->magic, *offset) || block_has_freed_key(p)) return NULL;
+  return ci;
 }
 
 #endif

@@ -24,19 +24,6 @@
 #include "tcache.h"
 #include "thread.h"
 
-/* The class of p when it is a live block of a cached class, answered from the free map
- * with the checks of free's fast path (p starts a region of the class the page's entry
- * names and holds no freed-block key), without the page-map walk; -1 for anything else
- * (a large block, a sampled one, a misuse: the general path finds and names it). */
-static int plain_cached_class(const void *p) {
-  const free_map_entry_t *fe = free_map_lookup((uintptr_t)p);
-  unsigned code = fe->cache_bin_offset / (unsigned)sizeof(cache_bin_t);
-  if (code == 0 || !magic_divides(class_infos[code - 1].magic, free_map_block_offset(fe, (uintptr_t)p)) ||
-      block_has_freed_key(p))
-    return -1;
-  return (int)code - 1;
-}
-
 /* Large blocks of at least this size that must move are moved by the kernel rather
  * than copied (arena_realloc_large_moving): each move is a system call and leaves the
  * block a mapping of its own, worth it from a few dozen pages (glibc moves its own
@@ -126,12 +113,14 @@ NOINLINE PROF_API_ENTRY static void *realloc_block(void *p, size_t size) {
     tessera_free_internal(p);
     return NULL;
   }
-  int plain = plain_cached_class(p);
-  if (plain >= 0 && size <= LOOKUP_MAX && class_of_lookup[(size + 15) >> 4] == (unsigned)plain) return p;
-  if (plain >= 0 && plain < NSMALL && size <= (size_t)PTRDIFF_MAX) {
+  uint32_t offset;
+  const class_info_t *plain = block_live_cached_class(p, &offset); /* found without the page map */
+  unsigned pc = plain != NULL ? (unsigned)(plain - class_infos) : 0;
+  if (plain != NULL && size <= LOOKUP_MAX && class_of_lookup[(size + 15) >> 4] == pc) return p;
+  if (plain != NULL && pc < NSMALL && size <= (size_t)PTRDIFF_MAX) {
     void *q = tessera_malloc_internal(size);
     if (q == NULL) return NULL; /* errno is ENOMEM; p is untouched */
-    size_t old_usable = class_infos[plain].size;
+    size_t old_usable = plain->size;
     memcpy(q, p, size < old_usable ? size : old_usable);
     tessera_free_internal(p);
     return q;
