@@ -354,6 +354,10 @@ PROF_API_ENTRY static void *calloc_hardened(size_t n, size_t size) {
  * rewritten (a function pointer, a library loaded later) keeps the default entries,
  * which reach the same paths through the slow paths. hardened is set at boot only. */
 static _Atomic bool hardened_entries_patched;
+/* hardened.h. Defined here rather than in hardened.c: cxx.c's constructor writes it in
+ * every process, and here it shares a page with the variables every program writes
+ * anyway (hardened.c's variables sit in pages a default process never touches). */
+void (*hardened_cxx_entries_patch)(void);
 
 static void hardened_entries_patch(void) {
   if (likely(atomic_load_explicit(&hardened_entries_patched, memory_order_relaxed))) return;

@@ -23,8 +23,6 @@
 /* The program's memory may hold any type: read and write it as such. */
 typedef uint64_t __attribute__((may_alias)) heap_word_t;
 
-void (*hardened_cxx_entries_patch)(void);
-
 /* ---------------------------------------------------------------- randomness */
 
 static uint64_t splitmix64(uint64_t *state) {
