@@ -14,6 +14,7 @@
 #include "pagemap.h"
 #include "prof_cache.h"
 #include "prof_dump.h"
+#include "prof_modules.h"
 #include "size_class.h"
 #include "stats.h"
 #include "tcache.h"
@@ -51,6 +52,7 @@ bool prof_alloc_due_slow(size_t usize) {
 }
 
 void prof_hooks_constructed(void) {
+  if (opt_prof) prof_modules_note_startup();
   if (opt_prof && opt_prof_leak && leak_fd < 0) leak_fd = os_dup_stderr();
 }
 
