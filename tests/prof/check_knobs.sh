@@ -62,7 +62,8 @@ print('mallocx(MALLOCX_ARENA): hot_arena sampled, %.1f MiB estimated: ok' % (int
 PY
 # The profiler's own memory in the stats (JSON "prof" section). The reset run's sampled
 # blocks (1000 bytes: a class with sample slabs, none freed) fill their slabs in turn:
-# the padding is the current slab's free regions, under a slab (16 KiB); the arena run's
+# the padding is the current slab's free regions (0 when it is full), under a slab of
+# 16 regions (16 KiB); the arena run's
 # (mallocx with an explicit arena) get pages of their own: 3072 bytes of padding each.
 for mode in reset arena; do
   TESSERA_CONF="prof:true,lg_prof_sample:14,prof_prefix:$dir/m,stats_print:true,stats_print_opts:J" "$bin" "$dir" $mode 2>"$dir/stats-$mode.json" >/dev/null
@@ -76,7 +77,7 @@ def prof(path):
     assert 0 < p['metadata'] <= doc['tessera']['stats']['metadata'], p
     return p
 reset, arena = prof(sys.argv[1]), prof(sys.argv[2])
-assert 0 < reset['sampled_padding'] < 16384, reset
+assert 0 <= reset['sampled_padding'] < 16384, reset
 # hot_arena keeps 16 MiB of 1000-byte blocks: ~1024 samples at lg 14.
 assert 700 * 3072 < arena['sampled_padding'] < 1400 * 3072, arena
 print('stats: prof.metadata %d, sampled_padding %d in sample slabs, %d with pages of their own: ok'
