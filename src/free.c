@@ -116,7 +116,7 @@ extent_t *free_lookup_block(const void *p, const char *func, unsigned *class_out
 /* prof:true: block p of class c of sample slab e (prof_slab.h), back to its slab after
  * the profiler forgot it: never to a cache, from which an ordinary malloc would take it. */
 NOINLINE static void free_sampled_in_slab(extent_t *e, unsigned c, void *p) {
-  prof_block_free(p);
+  prof_block_free(p, e);
   if (unlikely(opt_junk)) memset(p, JUNK_FREE, class_infos[c].size);
   block_set_freed_key(p); /* a later free of p is a double free */
   tls_thread.deallocated += class_infos[c].size;
@@ -131,7 +131,7 @@ static void free_block_now(extent_t *e, unsigned c, void *p) {
       free_sampled_in_slab(e, c, p);
       return;
     }
-    prof_block_free(p);
+    prof_block_free(p, e);
   }
   if (unlikely(opt_junk)) memset(p, JUNK_FREE, c < NSMALL ? class_infos[c].size : e->npages * PAGE);
   if (c < NCACHED_MAX) block_set_freed_key(p); /* a later free of p is a double free */
@@ -261,7 +261,7 @@ static void free_checked(void *p, extent_t *e, unsigned c) {
         free_sampled_in_slab(e, c, p);
         return;
       }
-      prof_block_free(p);
+      prof_block_free(p, e);
       /* Sent here by the profiler's mark, not by a full bin (most often): onto the bin as
        * the fast path would push it. */
       if (free_push_if_room(tcache_bin(tc, c), p)) return;

@@ -166,8 +166,8 @@ PROF_API_ENTRY void prof_block_record(void *p, size_t usize) { record(p, usize, 
 PROF_API_ENTRY void prof_block_record_in_place(void *p, size_t usize) { record(p, usize, &in_place); }
 PROF_API_ENTRY void prof_block_record_in_slab(void *p, size_t usize) { record(p, usize, &in_sample_slab); }
 
-void prof_block_free(void *p) {
-  if (prof_record_maybe_sampled(p)) prof_record_free_keyed(p, shard_key(p));
+void prof_block_free(void *p, const extent_t *e) {
+  if (prof_record_maybe_sampled(p)) prof_record_free_keyed(p, (uintptr_t)e);
 }
 
 /* ---------------------------------------------------------------- prof.* */

@@ -87,9 +87,9 @@ void prof_block_record(void *p, size_t usize);
 void prof_block_record_in_place(void *p, size_t usize);
 /* prof_block_record for a block of a sample slab (prof_slab.h). */
 void prof_block_record_in_slab(void *p, size_t usize);
-/* On every free (and realloc's free) of a block whose extent is marked sampled: the
- * profiler forgets p if it was sampled. */
-void prof_block_free(void *p);
+/* On every free (and realloc's free) of a block p whose extent e is marked sampled:
+ * the profiler forgets p if it was sampled. */
+void prof_block_free(void *p, const extent_t *e);
 
 /* prof.* (ctl.c). Each returns 0 or an errno value (ENOENT for a write or an action
  * with prof:false). */

@@ -118,7 +118,7 @@ PROF_API_ENTRY static void *record_resized(void *p, size_t usize) {
  * class: their free takes the slow path, which tells the profiler, either way.) */
 NOINLINE PROF_API_ENTRY static bool resize_sampled_in_place(void *p, extent_t *e, size_t old_usable, size_t new_usable) {
   if (!resize_large(e, old_usable, new_usable)) return false;
-  prof_block_free(p);
+  prof_block_free(p, e);
   if (prof_alloc_due(new_usable)) {
     void *q;
     PROF_SAMPLE_FROM_HERE(q, record_resized(p, new_usable));
