@@ -27,6 +27,7 @@
 #include "pagemap.h"
 #include "prof_cache.h"
 #include "prof_hooks.h"
+#include "prof_slab.h"
 #include "size_class.h"
 #include "tcache.h"
 #include "thread.h"
@@ -139,9 +140,18 @@ static void *alloc_any(size_t size) {
   return alloc_counted(arena_malloc_large(current_arena(tc), size, PAGE, false), large_usable_size(size));
 }
 
-/* prof:true and this allocation is its class's sampled one: a block from the cache like
- * any other, marked in place (prof_hooks.h), then recorded with its stack. */
+/* prof:true and this allocation is its class's sampled one: a block of a sample slab
+ * (prof_slab.h) for a class that has them, else from the cache like any other, marked
+ * in place (prof_hooks.h); then recorded with its stack. */
 PROF_API_ENTRY static void *alloc_sampled_cached(tcache_t *tc, unsigned c) {
+  if (prof_slab_class(c)) {
+    void *q = alloc_counted(prof_slab_alloc(current_arena(tc), c), class_infos[c].size);
+    if (likely(q != NULL)) {
+      prof_block_record_in_slab(q, class_infos[c].size);
+      return q;
+    }
+    /* The OS refused a new slab: from the cache, marked in place (its OOM handling). */
+  }
   void *p = alloc_cached_class(tc, c);
   if (p != NULL) prof_block_record_in_place(p, class_infos[c].size);
   return p;

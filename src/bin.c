@@ -23,7 +23,7 @@ static void check_slab(const extent_t *slab) {
   for (unsigned w = 0; w < slab->first_word; w++) tessera_assert(slab->bitmap[w] == 0);
 }
 
-static extent_t *slab_new(arena_t *a, unsigned c) {
+extent_t *bin_slab_new(arena_t *a, unsigned c) {
   const class_info_t *ci = &class_infos[c];
   bool zeroed;
   lock_acquire(&a->extent_lock);
@@ -59,7 +59,7 @@ static extent_t *next_slab(arena_t *a, bin_t *bin, unsigned c) {
     bin->spare = NULL;
   }
   if (slab == NULL) {
-    slab = slab_new(a, c);
+    slab = bin_slab_new(a, c);
     if (slab == NULL) return NULL;
     bin->nslabs++;
     bin->curslabs++;

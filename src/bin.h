@@ -14,6 +14,10 @@
 /* Takes up to n regions of class c from arena a into out[], lowest address first.
  * Returns how many it got (0 only when the OS refused memory). Locks the bin. */
 unsigned bin_fill(arena_t *a, unsigned c, void **out, unsigned n);
+/* A slab of class c for arena a, every region free (its stash's lowest, else new);
+ * NULL when the OS refuses memory. The caller holds the bin's lock or owns the slab
+ * otherwise (the heap profiler's sample slabs: prof_slab.h). */
+extent_t *bin_slab_new(arena_t *a, unsigned c);
 /* One region for a caller without a thread cache (counted as a request). */
 void *bin_alloc_one(arena_t *a, unsigned c);
 /* Returns region p of slab to its bin; the caller holds the bin's lock and has checked

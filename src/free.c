@@ -33,6 +33,7 @@
 #include "options.h"
 #include "pagemap.h"
 #include "prof_hooks.h"
+#include "prof_slab.h"
 #include "size_class.h"
 #include "tcache.h"
 #include "thread.h"
@@ -112,10 +113,26 @@ extent_t *free_lookup_block(const void *p, const char *func, unsigned *class_out
   return ext;
 }
 
+/* prof:true: block p of class c of sample slab e (prof_slab.h), back to its slab after
+ * the profiler forgot it: never to a cache, from which an ordinary malloc would take it. */
+NOINLINE static void free_sampled_in_slab(extent_t *e, unsigned c, void *p) {
+  prof_block_free(p, e);
+  if (unlikely(opt_junk)) memset(p, JUNK_FREE, class_infos[c].size);
+  block_set_freed_key(p); /* a later free of p is a double free */
+  tls_thread.deallocated += class_infos[c].size;
+  prof_slab_free(e, p);
+}
+
 static void free_block_now(extent_t *e, unsigned c, void *p) {
   tessera_assert(c < NSMALL ? e->state == EXTENT_SLAB : (e->state == EXTENT_LARGE && e->addr == (uintptr_t)p));
   /* Before the block can be handed out again (and sampled again): prof_hooks.h. */
-  if (unlikely(__atomic_load_n(&e->sampled, __ATOMIC_RELAXED))) prof_block_free(p);
+  if (unlikely(__atomic_load_n(&e->sampled, __ATOMIC_RELAXED))) {
+    if (prof_slab_holds(e)) {
+      free_sampled_in_slab(e, c, p);
+      return;
+    }
+    prof_block_free(p, e);
+  }
   if (unlikely(opt_junk)) memset(p, JUNK_FREE, c < NSMALL ? class_infos[c].size : e->npages * PAGE);
   if (c < NCACHED_MAX) block_set_freed_key(p); /* a later free of p is a double free */
   if (c < NSMALL) {
@@ -240,7 +257,11 @@ static void free_checked(void *p, extent_t *e, unsigned c) {
     /* Here when the bin was full, when the free map is off (free_map.h), or when the
      * profiler sent the block's extent here (prof_hooks.h). */
     if (unlikely(__atomic_load_n(&e->sampled, __ATOMIC_RELAXED))) {
-      prof_block_free(p);
+      if (prof_slab_holds(e)) {
+        free_sampled_in_slab(e, c, p);
+        return;
+      }
+      prof_block_free(p, e);
       /* Sent here by the profiler's mark, not by a full bin (most often): onto the bin as
        * the fast path would push it. */
       if (free_push_if_room(tcache_bin(tc, c), p)) return;

@@ -493,7 +493,8 @@ static void cache_store(uintptr_t pc, uint64_t generation, const row_t *row, boo
   if (ra != RULE_OFFSET && ra != RULE_UNDEF) return; /* the common shape only */
   cached_row_t c = {.pc = pc, .generation = generation, .cfa_offset = (int16_t)row->cfa_offset,
                     .cfa_reg = (uint8_t)row->cfa_reg, .signal_frame = signal_frame,
-                    .rsp_is_cfa = row->regs[PROF_REG_RSP].kind == RULE_SAME, .outermost = ra == RULE_UNDEF};
+                    .rsp_is_cfa = row->regs[PROF_REG_RSP].kind == RULE_SAME, .outermost = ra == RULE_UNDEF,
+                    .permanent = prof_modules_permanent(pc)};
   for (unsigned i = 0; i < PROF_NREGS; i++) {
     const rule_t *r = &row->regs[i];
     if (r->kind == RULE_SAME && i != PROF_REG_RSP) c.keep_mask |= 1u << i;

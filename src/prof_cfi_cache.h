@@ -42,6 +42,7 @@ typedef struct cached_row {
   bool signal_frame;
   bool rsp_is_cfa;    /* the stack pointer's rule is "same": the caller's is the CFA */
   bool outermost;     /* the return address is undefined: the walk ends here */
+  bool permanent;     /* pc lies in a module never unloaded (prof_modules_permanent) */
   int16_t saved_lo;   /* the lowest saved_offset (nsaved > 0) */
   uint32_t keep_mask; /* registers whose rule is "same" (the rest are undefined) */
   uint32_t saved_mask; /* the registers saved_reg names */
@@ -142,17 +143,20 @@ static inline __attribute__((always_inline)) bool prof_cfi_row_copy(const cached
 
 /* A step outside the loader's lock, from a row cached for the table of `generation`:
  * PROF_STEP_NO_FDE when it cannot be decided so (no such row, a row being written, a
- * register saved outside the thread's stack). */
+ * register saved outside the thread's stack). *permanent is cleared when the row's PC
+ * is not in a module that is never unloaded. */
 static inline __attribute__((always_inline)) prof_step_t prof_cfi_step_lockless(const prof_memory_t *mem,
                                                                                  prof_regs_t *regs,
                                                                                  bool pc_is_return_address,
-                                                                                 uint64_t generation) {
+                                                                                 uint64_t generation,
+                                                                                 bool *permanent) {
   uintptr_t pc = regs->r[PROF_REG_RIP] - (pc_is_return_address ? 1 : 0);
   const cached_row_t *set = prof_cfi_row_set(pc);
   const cached_row_t *slot = __atomic_load_n(&set[0].pc, __ATOMIC_RELAXED) == pc ? &set[0] : &set[1];
   row_words_t copy;
   if (!prof_cfi_row_copy(slot, &copy)) return PROF_STEP_NO_FDE;
   if (pc == 0 || copy.row.pc != pc || copy.row.generation != generation) return PROF_STEP_NO_FDE;
+  *permanent = *permanent && copy.row.permanent;
   return prof_cfi_apply_cached(mem, &copy.row, regs, true);
 }
 

@@ -14,6 +14,7 @@
 #include "pagemap.h"
 #include "prof_cache.h"
 #include "prof_dump.h"
+#include "prof_modules.h"
 #include "size_class.h"
 #include "stats.h"
 #include "tcache.h"
@@ -51,6 +52,7 @@ bool prof_alloc_due_slow(size_t usize) {
 }
 
 void prof_hooks_constructed(void) {
+  if (opt_prof) prof_modules_note_startup();
   if (opt_prof && opt_prof_leak && leak_fd < 0) leak_fd = os_dup_stderr();
 }
 
@@ -127,6 +129,20 @@ static void forget_in_place(uintptr_t p, uintptr_t key) {
 
 static const prof_mark_t in_place = {mark_in_place, forget_in_place};
 
+/* A block of a sample slab (prof_slab.h) needs no mark: its pages are the slab's, sent
+ * to free's slow path for as long as it is one. (A mark all the same, so that the
+ * record counts no page padding: the slab's free regions are counted by prof_slab.c.) */
+static bool mark_nothing(uintptr_t p, uintptr_t key) {
+  (void)p;
+  (void)key;
+  return true;
+}
+static void forget_nothing(uintptr_t p, uintptr_t key) {
+  (void)p;
+  (void)key;
+}
+static const prof_mark_t in_sample_slab = {mark_nothing, forget_nothing};
+
 /* The key of p's record shard: its extent, the same for every block of a slab (their
  * marks share the extent's count and span), which the marks then need not look up. */
 static uintptr_t shard_key(const void *p) { return (uintptr_t)pm_extent(pagemap_get((uintptr_t)p)); }
@@ -148,9 +164,10 @@ static void record(void *p, size_t usize, const prof_mark_t *mark) {
 
 PROF_API_ENTRY void prof_block_record(void *p, size_t usize) { record(p, usize, NULL); }
 PROF_API_ENTRY void prof_block_record_in_place(void *p, size_t usize) { record(p, usize, &in_place); }
+PROF_API_ENTRY void prof_block_record_in_slab(void *p, size_t usize) { record(p, usize, &in_sample_slab); }
 
-void prof_block_free(void *p) {
-  if (prof_record_maybe_sampled(p)) prof_record_free_keyed(p, shard_key(p));
+void prof_block_free(void *p, const extent_t *e) {
+  if (prof_record_maybe_sampled(p)) prof_record_free_keyed(p, (uintptr_t)e);
 }
 
 /* ---------------------------------------------------------------- prof.* */

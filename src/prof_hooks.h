@@ -13,7 +13,10 @@
  * starts with the same pop: prof_cache.h), every other path through prof_alloc_due.
  * free's fast path is unchanged.
  *
- * A sampled block of a cached class comes from the cache like any other
+ * A sampled block of a small class up to PROF_SLAB_MAX_SIZE comes from a slab kept for
+ * sampled blocks (prof_slab.h: every block there is a sampled one, and every page of it
+ * is sent to free's slow path), so that its live neighbours' frees keep free's fast
+ * path. A sampled block of a larger cached class comes from the cache like any other
  * (prof_block_record_in_place): its extent (slab, or large block of the class) counts
  * it in `sampled`, and the free-map entry of its first page (the one free looks up) is
  * diverted to bins[0] (written back when the extent's last sampled block goes), so every
@@ -82,9 +85,11 @@ void prof_block_record(void *p, size_t usize);
 /* prof_block_record for a block of a cached class allocated from the cache: marked in
  * place (above). */
 void prof_block_record_in_place(void *p, size_t usize);
-/* On every free (and realloc's free) of a block whose extent is marked sampled: the
- * profiler forgets p if it was sampled. */
-void prof_block_free(void *p);
+/* prof_block_record for a block of a sample slab (prof_slab.h). */
+void prof_block_record_in_slab(void *p, size_t usize);
+/* On every free (and realloc's free) of a block p whose extent e is marked sampled:
+ * the profiler forgets p if it was sampled. */
+void prof_block_free(void *p, const extent_t *e);
 
 /* prof.* (ctl.c). Each returns 0 or an errno value (ENOENT for a write or an action
  * with prof:false). */

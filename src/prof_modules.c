@@ -188,6 +188,32 @@ prof_modules_verdict_t prof_modules_check(uint64_t generation, void (*fn)(const 
   return c.current ? PROF_MODULES_CURRENT : c.ran ? PROF_MODULES_RAN : PROF_MODULES_NONE;
 }
 
+prof_range_t prof_permanent_ranges[PROF_PERMANENT_MAX];
+unsigned prof_permanent_count;
+
+static int note_cb(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  unsigned *n = arg;
+  for (unsigned i = 0; i < info->dlpi_phnum && *n < PROF_PERMANENT_MAX; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || ph->p_memsz == 0) continue;
+    prof_permanent_ranges[(*n)++] = (prof_range_t){info->dlpi_addr + ph->p_vaddr, info->dlpi_addr + ph->p_vaddr + ph->p_memsz};
+  }
+  return 0;
+}
+
+void prof_modules_note_startup(void) {
+  if (__atomic_load_n(&prof_permanent_count, __ATOMIC_RELAXED) != 0) return;
+  unsigned n = 0;
+  lock_t *gate = my_gate();
+  lock_acquire(gate);
+  dl_iterate_phdr(note_cb, &n);
+  lock_release(gate);
+  /* In the loader's order (the program first, then the libraries it was started with):
+   * the first entries hold most PCs. */
+  __atomic_store_n(&prof_permanent_count, n, __ATOMIC_RELEASE);
+}
+
 size_t prof_modules_bytes(void) { return __atomic_load_n(&table_capacity, __ATOMIC_RELAXED) * sizeof(prof_module_t); }
 
 void prof_modules_fork_prepare(void) {

@@ -74,6 +74,28 @@ typedef enum {
 } prof_modules_verdict_t;
 prof_modules_verdict_t prof_modules_check(uint64_t generation, void (*fn)(const prof_module_table_t *t, void *arg),
                                           void *arg);
+/* The executable segments of the modules loaded when the library's constructor ran
+ * (the program, the libraries it was linked with or preloaded, the loader, the vDSO):
+ * glibc unloads only what dlopen loaded, so these stay where they are for the life of
+ * the process, and what the unwinder cached about a PC there stays true whatever is
+ * loaded or unloaded since. (A module that a constructor run before this library's
+ * dlopened would be taken for one of them: the libraries a malloc is preloaded or
+ * linked with are initialized first, before their dependents.) Noted once, from the
+ * library's constructor, in the loader's order (the program first). */
+#define PROF_PERMANENT_MAX 32
+typedef struct prof_range {
+  uintptr_t lo, hi;
+} prof_range_t;
+extern __attribute__((visibility("hidden"))) prof_range_t prof_permanent_ranges[PROF_PERMANENT_MAX];
+extern __attribute__((visibility("hidden"))) unsigned prof_permanent_count;
+void prof_modules_note_startup(void);
+/* Whether pc lies in one of those segments (none before the constructor). */
+static inline bool prof_modules_permanent(uintptr_t pc) {
+  unsigned n = __atomic_load_n(&prof_permanent_count, __ATOMIC_ACQUIRE);
+  for (unsigned i = 0; i < n; i++)
+    if (pc - prof_permanent_ranges[i].lo < prof_permanent_ranges[i].hi - prof_permanent_ranges[i].lo) return true;
+  return false;
+}
 /* Bytes of the table (for the profiler's own memory, prof_meta.h). */
 size_t prof_modules_bytes(void);
 /* fork: the gate around the profiler's loader-lock sections, first in the lock order

@@ -73,7 +73,7 @@ static prof_stack_t *stack_list;
 
 /* ---------------------------------------------------------------- own memory */
 
-static _Atomic size_t meta_bytes, sampled_padding;
+static _Atomic size_t meta_bytes, sampled_padding, slab_padding;
 
 void *prof_meta_alloc(size_t size) {
   void *p = base_alloc(size);
@@ -89,7 +89,11 @@ void prof_meta_free(void *p, size_t size) {
 size_t prof_meta_bytes(void) {
   return atomic_load_explicit(&meta_bytes, memory_order_relaxed) + prof_modules_bytes();
 }
-size_t prof_meta_sampled_padding(void) { return atomic_load_explicit(&sampled_padding, memory_order_relaxed); }
+size_t prof_meta_sampled_padding(void) {
+  return atomic_load_explicit(&sampled_padding, memory_order_relaxed) + atomic_load_explicit(&slab_padding, memory_order_relaxed);
+}
+
+void prof_meta_slab_padding_add(ptrdiff_t delta) { atomic_fetch_add_explicit(&slab_padding, (size_t)delta, memory_order_relaxed); }
 
 /* The pages a sampled block of usize bytes has beyond usize: a block with pages of its
  * own (prof_block_new rounds to pages), not one marked in place. */

@@ -81,12 +81,15 @@ static void restart(walk_t *w) {
 }
 
 /* The walk with cached rows alone, outside the loader's lock (prof_cfi_cache.h): false
- * when a step cannot be taken so (the walk must then run under the lock). */
-static bool walk_lockless(walk_t *w, uint64_t generation) {
+ * when a step cannot be taken so (the walk must then run under the lock). *permanent
+ * tells whether every row it used was of a PC in a module never unloaded
+ * (cached_row_t.permanent): then the rows are right without the check under the lock. */
+static bool walk_lockless(walk_t *w, uint64_t generation, bool *permanent) {
   prof_memory_t stack_only = {w->mem.stack_lo, w->mem.stack_hi, NULL};
   bool first = true;
+  *permanent = true;
   for (unsigned frames = 0; frames < PROF_DEPTH_MAX + 64; frames++) {
-    prof_step_t s = prof_cfi_step_lockless(&stack_only, w->regs, !first, generation);
+    prof_step_t s = prof_cfi_step_lockless(&stack_only, w->regs, !first, generation, permanent);
     if (s == PROF_STEP_NO_FDE) return false;
     if (s == PROF_STEP_END || s == PROF_STEP_BAD) return true;
     first = false;
@@ -126,7 +129,8 @@ static unsigned capture(walk_t *w, bool use_cfi) {
   }
   uint64_t generation = prof_modules_generation();
   prof_modules_verdict_t v;
-  if (generation != 0 && walk_lockless(w, generation)) v = prof_modules_check(generation, walk, w);
+  bool permanent;
+  if (generation != 0 && walk_lockless(w, generation, &permanent)) v = permanent ? PROF_MODULES_CURRENT : prof_modules_check(generation, walk, w);
   else v = prof_modules_locked(walk, w) ? PROF_MODULES_RAN : PROF_MODULES_NONE;
   if (v == PROF_MODULES_NONE) walk(NULL, w);
   return w->n;

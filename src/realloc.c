@@ -103,6 +103,32 @@ PROF_API_ENTRY static void *realloc_hardened_entry(void *p, size_t size) {
 
 static void realloc_hardened_entry_patch(void);
 
+/* prof:true, the resized block p is the sampled allocation: recorded anew, its stack
+ * captured from here (realloc's frames are left out: PROF_API_ENTRY). */
+PROF_API_ENTRY static void *record_resized(void *p, size_t usize) {
+  prof_block_record(p, usize);
+  return p;
+}
+
+/* prof:true: sampled large block p (extent e, old_usable bytes) resized in place to
+ * new_usable bytes where its neighbour allows, which to the profiler is a free and an
+ * allocation, as the copy it saves would have been: the old record forgotten, the new
+ * size counted down (prof_alloc_due), and recorded if it is the sampled allocation;
+ * else the extent becomes an ordinary large block. (Large blocks are never of a cached
+ * class: their free takes the slow path, which tells the profiler, either way.) */
+NOINLINE PROF_API_ENTRY static bool resize_sampled_in_place(void *p, extent_t *e, size_t old_usable, size_t new_usable) {
+  if (!resize_large(e, old_usable, new_usable)) return false;
+  prof_block_free(p, e);
+  if (prof_alloc_due(new_usable)) {
+    void *q;
+    PROF_SAMPLE_FROM_HERE(q, record_resized(p, new_usable));
+    (void)q;
+  } else {
+    __atomic_store_n(&e->sampled, 0, __ATOMIC_RELAXED);
+  }
+  return true;
+}
+
 /* realloc of block p in the default mode: a small block (a string growing, a table
  * doubling: the common case of programs whose allocator function is realloc, as Lua's
  * is) found through the free map; everything else through the page map. */
@@ -137,8 +163,9 @@ NOINLINE PROF_API_ENTRY static void *realloc_block(void *p, size_t size) {
   } else if (size > SMALL_MAX) {
     size_t new_usable = large_usable_size(size);
     if (new_usable == old_usable) return p;
-    /* A sampled block keeps its extent: allocate, copy, free (the profiler sees both). */
     if (new_usable != 0 && !e->sampled && resize_large(e, old_usable, new_usable)) return p;
+    _Static_assert(NCACHED_MAX == NSMALL, "a large block's code stays CODE_LARGE when it is resized");
+    if (new_usable != 0 && unlikely(e->sampled) && resize_sampled_in_place(p, e, old_usable, new_usable)) return p;
     if (new_usable > old_usable && old_usable >= REALLOC_MOVE_MIN && !e->sampled && !opt_junk && !opt_zero &&
         moving_not_sampled(new_usable))
       return realloc_moving(e, old_usable, new_usable);

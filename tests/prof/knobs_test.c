@@ -9,10 +9,11 @@
  *   knobs_test DIR reset     hot() keeps 8 MiB, dump; prof.reset (mallctl) with a new
  *                            lg_sample; cold() keeps 4 MiB, dump
  *   knobs_test DIR arena     hot_arena() keeps 16 MiB from mallocx(MALLOCX_ARENA(a))
- *   knobs_test DIR lifo      malloc, free, malloc of one size, for sizes 16 B-32 KiB:
- *                            prints "lifo_misses=N samples=S", N the times the second
- *                            malloc did not get the block just freed (prof:true must
- *                            reuse blocks in the order prof:false does)
+ *   knobs_test DIR lifo      malloc, free, malloc of one size, for sizes 16 B-1 KiB,
+ *                            a dump, then 1.5-32 KiB: prints "lifo_misses=N
+ *                            large_misses=M", the times the second malloc did not get
+ *                            the block just freed (prof:true must reuse blocks in the
+ *                            order prof:false does, but for the sampled ones up to 1 KiB)
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -109,12 +110,12 @@ static int arena(void) {
   return 0;
 }
 
-/* With prof:true a freed block must be the next one malloc hands out for its size, as
- * with prof:false, sampled blocks included (their free takes free's slow path). */
-static int lifo(void) {
-  unsigned misses = 0, rounds = 0;
-  for (size_t size = 16; size <= 32768; size += size < 1024 ? 16 : 512) {
-    for (unsigned i = 0; i < 2000; i++, rounds++) {
+/* malloc, free, malloc of one size, 2000 times for each size from..to (step 16 below
+ * 1 KiB, else 512): the times the second malloc did not get the block just freed. */
+static unsigned lifo_misses(size_t from, size_t to) {
+  unsigned misses = 0;
+  for (size_t size = from; size <= to; size += size < 1024 ? 16 : 512) {
+    for (unsigned i = 0; i < 2000; i++) {
       void *p = malloc(size);
       free(p);
       void *q = malloc(size);
@@ -122,7 +123,21 @@ static int lifo(void) {
       free(q);
     }
   }
-  printf("lifo_misses=%u rounds=%u\n", misses, rounds);
+  return misses;
+}
+
+/* With prof:true a freed block must be the next one malloc hands out for its size, as
+ * with prof:false (the thread cache's LIFO order), but for the sampled blocks of the
+ * classes up to 1 KiB, which come from and go back to slabs of their own (each such
+ * sample is one miss: a sampled p is not in the cache to be taken again, a sampled q is
+ * not the p just freed). Sizes up to 1 KiB, then a dump (prof.dump, when prof is on:
+ * its sampled allocations bound the misses), then larger sizes (sampled in place: no
+ * miss). */
+static int lifo(void) {
+  unsigned small = lifo_misses(16, 1024);
+  (void)dump();
+  unsigned large = lifo_misses(1536, 32768);
+  printf("lifo_misses=%u large_misses=%u\n", small, large);
   return 0;
 }
 
