@@ -16,6 +16,7 @@
 #include "background.h"
 #include "bin.h"
 #include "config.h"
+#include "exact_class.h"
 #include "free_map.h"
 #include "frontend.h"
 #include "got_patch.h"
@@ -72,14 +73,18 @@ PROF_API_ENTRY void *alloc_large(size_t size, size_t align, bool zero) {
   return p;
 }
 
-static void *alloc_cached_class(tcache_t *tc, unsigned c) {
+/* A block of class c for a request of size bytes (0: not known; the size votes for an
+ * exact class on refills: exact_class.h). */
+static void *alloc_cached_class(tcache_t *tc, unsigned c, size_t size) {
   tessera_assert(c < NCACHED_MAX);
+  if (unlikely(c >= NSTATIC_SMALL) && tc != NULL) tcache_bin_setup_exact(tc, c);
   if (tc != NULL && tcache_bin(tc, c)->capacity > 0) {
     cache_bin_t *b = tcache_bin(tc, c);
     if (b->head != b->slots + b->capacity) { /* refills need an empty bin: pop first */
       cache_bin_count_malloc(tc, b);
       return block_clear_freed_key(*b->head++);
     }
+    exact_class_count_refill(tc, c, size);
     return block_clear_freed_key(tcache_alloc_refill(tc, c));
   }
   arena_t *a = current_arena(tc);
@@ -113,7 +118,7 @@ void *alloc_hardened(size_t n, size_t align, bool zero, const char *func) {
   if (likely(align <= PAGE && m <= LOOKUP_MAX)) { /* a cached class: no guard page */
     unsigned c = size_to_class(m);
     tcache_t *tc = tls_thread.tcache != &tcache_empty ? tls_thread.tcache : tcache_get();
-    void *p = alloc_cached_class(tc, c);
+    void *p = alloc_cached_class(tc, c, 0);
     if (p == NULL) return NULL;
     hardened_check_unused(p, class_infos[c].size, func);
     hardened_write_trailer(p, class_infos[c].size, n);
@@ -135,14 +140,14 @@ void *alloc_hardened(size_t n, size_t align, bool zero, const char *func) {
 
 static void *alloc_any(size_t size) {
   tcache_t *tc = tcache_get();
-  if (size <= LOOKUP_MAX) return alloc_cached_class(tc, size_to_class(size));
+  if (size <= LOOKUP_MAX) return alloc_cached_class(tc, size_to_class(size), size);
   return alloc_counted(arena_malloc_large(current_arena(tc), size, PAGE, false), large_usable_size(size));
 }
 
 /* prof:true and this allocation is its class's sampled one: a block from the cache like
  * any other, marked in place (prof_hooks.h), then recorded with its stack. */
 PROF_API_ENTRY static void *alloc_sampled_cached(tcache_t *tc, unsigned c) {
-  void *p = alloc_cached_class(tc, c);
+  void *p = alloc_cached_class(tc, c, 0);
   if (p != NULL) prof_block_record_in_place(p, class_infos[c].size);
   return p;
 }

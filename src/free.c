@@ -33,6 +33,7 @@
 #include "options.h"
 #include "pagemap.h"
 #include "prof_hooks.h"
+#include "exact_class.h"
 #include "size_class.h"
 #include "tcache.h"
 #include "thread.h"
@@ -413,7 +414,9 @@ void tessera_free_checked_size(void *p, size_t usable, size_t usable_alt, bool u
    * different class means the program frees another object than it thinks. */
   size_t actual = block_size_of(e, c);
   /* A sampled block has an extent of its own, larger than its class (prof_hooks.h). */
-  if (unlikely(actual != usable && actual != usable_alt && !e->sampled)) fatal_pointer(func, "size of another size class", p);
+  if (unlikely(actual != usable && actual != usable_alt && !e->sampled &&
+               !exact_class_sized_free_fits(c, actual, usable, usable_alt)))
+    fatal_pointer(func, "size of another size class", p);
   if (use_tcache) free_checked(p, e, c);
   else free_to_arena(e, c, p);
 }
