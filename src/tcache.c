@@ -437,7 +437,8 @@ static void release_idle_grown_bins(tcache_t *tc, unsigned busy) {
 static void tcache_gc_tick(tcache_t *tc) {
   if (++tc->events % TCACHE_GC_EVENTS != 0) return;
   unsigned c = tc->gc_bin;
-  tc->gc_bin = (c + 1) % NCACHED_MAX;
+  /* The static classes and the exact classes made so far (made in slot order). */
+  tc->gc_bin = (c + 1) % (NSTATIC_SMALL + atomic_load_explicit(&size_class_nexact, memory_order_relaxed));
   cache_bin_t *b = tcache_bin(tc, c);
   gc_look_t *look = &gc_looks(tc)[c + 1];
   unsigned count = cache_bin_count(b);
