@@ -111,8 +111,10 @@ size_t alloc_hardened_block_size(size_t n, size_t align) {
 }
 
 /* Every allocation of hardened mode: the block for n bytes and its trailer; a block up
- * to 32 KiB is checked to be unused since its last free (it is zero: hardened.h). */
-void *alloc_hardened(size_t n, size_t align, bool zero, const char *func) {
+ * to 32 KiB is checked to be unused since its last free (it is zero: hardened.h). With
+ * the cold code (COLD_TEXT): only hardened mode runs it, which runs hardened.c's code,
+ * placed there too, anyway. */
+COLD_TEXT void *alloc_hardened(size_t n, size_t align, bool zero, const char *func) {
   size_t m = hardened_request(n, align);
   if (m == 0) return NULL;
   if (likely(align <= PAGE && m <= LOOKUP_MAX)) { /* a cached class: no guard page */

@@ -48,6 +48,12 @@ static unsigned bytes_budget(unsigned c, unsigned n) {
 static uint16_t start_capacity[NCACHED_MAX], max_capacity[NCACHED_MAX];
 static unsigned bin_capacity(unsigned c) { return __atomic_load_n(&start_capacity[c], __ATOMIC_RELAXED); }
 static unsigned bin_max_capacity(unsigned c) { return __atomic_load_n(&max_capacity[c], __ATOMIC_RELAXED); }
+/* The stack room of bin c in a cache: its capacities, or for an exact class's slot the
+ * room every cache reserves for it (whether made or not: every cache has one layout, so
+ * that a pooled cache is reused as it is). */
+static unsigned exact_room, exact_room_max;
+static unsigned room(unsigned c) { return c < NSTATIC_SMALL ? bin_capacity(c) : exact_room; }
+static unsigned room_max(unsigned c) { return c < NSTATIC_SMALL ? bin_max_capacity(c) : exact_room_max; }
 
 static unsigned compute_capacity(unsigned c) {
   /* junk and zero fill every block in the slow paths, so they bypass the caches
@@ -94,18 +100,18 @@ static void capacities_init(void) {
     store_capacities(c, base, compute_max_capacity(c, base));
   }
   bool exact = opt_exact_classes && !opt_hardened;
-  for (unsigned c = NSTATIC_SMALL; c < NCACHED_MAX; c++)
-    store_capacities(c, exact ? start_capacity[EXACT_FIRST_VOTER] : 0, exact ? max_capacity[EXACT_FIRST_VOTER] : 0);
+  exact_room = exact ? start_capacity[EXACT_FIRST_VOTER] : 0;
+  exact_room_max = exact ? max_capacity[EXACT_FIRST_VOTER] : 0;
+  for (unsigned c = NSTATIC_SMALL; c < NCACHED_MAX; c++) store_capacities(c, exact_room, exact_room_max);
 }
 
 /* Within the room of its slot (a largest capacity not above the starting one: no room
  * to grow into). */
 COLD_TEXT void tcache_exact_class_made(unsigned c) {
-  unsigned room = bin_capacity(c), room_max = bin_max_capacity(c);
   unsigned base = compute_capacity(c);
-  if (base > room) base = room;
+  if (base > exact_room) base = exact_room;
   unsigned max = compute_max_capacity(c, base);
-  if (max > room_max || room_max <= room) max = room_max > room ? room_max : base;
+  if (max > exact_room_max || exact_room_max <= exact_room) max = exact_room_max > exact_room ? exact_room_max : base;
   store_capacities(c, base, max);
 }
 
@@ -193,9 +199,9 @@ static tcache_t *tcache_create(void) {
   tessera_assert(tls_thread.cache_state == THREAD_CREATING);
   size_t slots = 0, committed = 0;
   for (unsigned c = 0; c < NCACHED_MAX; c++) {
-    unsigned base = bin_capacity(c), max = bin_max_capacity(c);
+    unsigned base = room(c), max = room_max(c);
     slots += base + 1 + (max > base ? max + 1 : 0); /* +1: the sentinel at each empty end */
-    if (class_made(c)) committed += (base + 1) * sizeof(void *);
+    if (class_made(c)) committed += (bin_capacity(c) + 1) * sizeof(void *);
   }
   /* Mapped directly rather than from base: a cache is ~30 KiB of stacks of which a thread
    * touches only what it uses, and unmapping it at thread exit gives that back (a program
@@ -216,19 +222,19 @@ static tcache_t *tcache_create(void) {
   void **slot = (void **)(gc_looks(tc) + NCACHED_MAX + 1);
   for (unsigned c = 0; c < NCACHED_MAX; c++) { /* the packed area */
     cache_bin_t *b = tcache_bin(tc, c);
-    unsigned capacity = bin_capacity(c);
+    unsigned capacity = room(c);
     if (capacity == 0) continue; /* head NULL, marks 0: empty and full, never caches */
     tc->home_empty[c + 1] = slot + capacity;
     slot += capacity + 1;
-    if (!class_made(c)) continue; /* an exact class's room: tcache_bin_setup_exact */
-    place_stack(b, tc->home_empty[c + 1], capacity);
+    if (!class_made(c) || bin_capacity(c) == 0) continue; /* an exact class's room: tcache_bin_setup_exact */
+    place_stack(b, tc->home_empty[c + 1], bin_capacity(c));
     /* Hardened mode: magic 0 fails free's region-start test, so every free takes the
      * slow path (which checks the canaries and quarantines the block). */
     b->region_magic = opt_hardened ? 0 : class_infos[c].magic;
   }
   for (unsigned c = 0; c < NCACHED_MAX; c++) { /* the stacks bins grow into */
-    unsigned max = bin_max_capacity(c);
-    if (max == bin_capacity(c)) continue;
+    unsigned max = room_max(c);
+    if (max <= room(c)) continue;
     tc->grown_empty[c + 1] = slot + max;
     slot += max + 1;
   }
