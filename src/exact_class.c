@@ -22,7 +22,7 @@ static bool worth_a_class(unsigned c, size_t size) {
 }
 
 void exact_class_window_end(tcache_t *tc, unsigned c) {
-  __typeof__(tc->exact_votes[0]) *v = &tc->exact_votes[c];
+  exact_vote_t *v = &tc->exact_votes[c];
   bool won = v->hits >= EXACT_HITS_MIN;
   size_t size = (size_t)v->quanta * QUANTUM;
   v->total = v->hits = 0;

@@ -46,7 +46,7 @@ void exact_class_window_end(tcache_t *tc, unsigned c);
  * maps its code). */
 static inline void exact_class_count_refill(tcache_t *tc, unsigned c, size_t size) {
   if (c - EXACT_FIRST_VOTER >= NSTATIC_SMALL - EXACT_FIRST_VOTER || size == 0) return; /* c: size's class */
-  __typeof__(tc->exact_votes[0]) *v = &tc->exact_votes[c];
+  exact_vote_t *v = &tc->exact_votes[c];
   uint16_t quanta = (uint16_t)((size + QUANTUM - 1) / QUANTUM);
   if (v->total == 0) v->quanta = quanta; /* a window's candidate: its first refill's size */
   v->hits += quanta == v->quanta;

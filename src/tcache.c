@@ -43,7 +43,7 @@ static unsigned bytes_budget(unsigned c, unsigned n) {
 
 /* Each bin's starting and largest capacity (capacities below), per class: computed at
  * boot, and for an exact class when it is made (tcache_exact_class_made); until then
- * its slot holds the room every cache reserves for it (the exact_reserve pair). Read
+ * its slot holds the room every cache reserves for it (exact_room below). Read
  * without a lock: a slot's values only ever go down, from the room to the class's. */
 static uint16_t start_capacity[NCACHED_MAX], max_capacity[NCACHED_MAX];
 static unsigned bin_capacity(unsigned c) { return __atomic_load_n(&start_capacity[c], __ATOMIC_RELAXED); }
@@ -198,10 +198,13 @@ static void place_stack(cache_bin_t *b, void **empty, unsigned capacity) {
 static tcache_t *tcache_create(void) {
   tessera_assert(tls_thread.cache_state == THREAD_CREATING);
   size_t slots = 0, committed = 0;
+  /* The classes made now (an exact class made meanwhile gets its bin on its first slow
+   * path, as in an older cache). */
+  unsigned made = NSTATIC_SMALL + atomic_load_explicit(&size_class_nexact, memory_order_acquire);
   for (unsigned c = 0; c < NCACHED_MAX; c++) {
     unsigned base = room(c), max = room_max(c);
     slots += base + 1 + (max > base ? max + 1 : 0); /* +1: the sentinel at each empty end */
-    if (class_made(c)) committed += (bin_capacity(c) + 1) * sizeof(void *);
+    if (c < made) committed += (bin_capacity(c) + 1) * sizeof(void *);
   }
   /* Mapped directly rather than from base: a cache is ~30 KiB of stacks of which a thread
    * touches only what it uses, and unmapping it at thread exit gives that back (a program
@@ -226,7 +229,7 @@ static tcache_t *tcache_create(void) {
     if (capacity == 0) continue; /* head NULL, marks 0: empty and full, never caches */
     tc->home_empty[c + 1] = slot + capacity;
     slot += capacity + 1;
-    if (!class_made(c) || bin_capacity(c) == 0) continue; /* an exact class's room: tcache_bin_setup_exact */
+    if (c >= made || bin_capacity(c) == 0) continue; /* an exact class's room: tcache_bin_setup_exact */
     place_stack(b, tc->home_empty[c + 1], bin_capacity(c));
     /* Hardened mode: magic 0 fails free's region-start test, so every free takes the
      * slow path (which checks the canaries and quarantines the block). */

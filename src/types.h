@@ -269,6 +269,13 @@ typedef struct cache_bin {
 } cache_bin_t;
 _Static_assert(sizeof(cache_bin_t) == 64, "the free map stores a bin's offset as code << 6");
 
+/* A static class's vote for an exact class (exact_class.h), over a window of refills:
+ * the candidate size (in quanta), the refills that asked for it, and all refills. */
+typedef struct exact_vote {
+  uint16_t quanta;
+  uint8_t hits, total;
+} exact_vote_t;
+
 typedef struct tcache {
   /* Indexed by page-map code (class + 1), first in the struct: the free map stores a
    * bin's byte offset (code << 6) and bins[0], a dummy that never caches, is where every
@@ -299,9 +306,7 @@ typedef struct tcache {
   uint64_t busy_event[NCACHED_MAX + 1];
   uint64_t grown_bins, released_bins, recurrent_bins;
   uint64_t prof_armed_bins; /* prof:true: bit c, bin c has drawn its countdown (prof_cache.h) */
-  /* The exact-size vote of each static class (exact_class.h): over a window of refills,
-   * the candidate size (in quanta), the refills that asked for it, and all refills. */
-  struct { uint16_t quanta; uint8_t hits, total; } exact_votes[NSTATIC_SMALL];
+  exact_vote_t exact_votes[NSTATIC_SMALL]; /* per static class (exact_class.h) */
   /* Each bin's two stacks, by their empty ends: the packed one (the starting capacity)
    * and the one it grows into (NULL: the bin never grows). */
   void **home_empty[NCACHED_MAX + 1];
