@@ -237,6 +237,8 @@ static void free_checked(void *p, extent_t *e, unsigned c) {
     free_hardened_cached(tc, e, c, p);
     return;
   }
+  /* An exact class this thread has no bin for yet (it frees others' blocks of it). */
+  if (unlikely(c - NSTATIC_SMALL < NEXACT_CLASSES) && tc != &tcache_empty) tcache_bin_setup_exact(tc, c);
   if (c < NCACHED_MAX && tcache_bin(tc, c)->capacity > 0) {
     /* Here when the bin was full, when the free map is off (free_map.h), or when the
      * profiler sent the block's extent here (prof_hooks.h). */

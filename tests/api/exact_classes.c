@@ -228,12 +228,32 @@ static void *worker(void *arg) {
   return NULL;
 }
 
+/* A thread that frees blocks of the class without having allocated any (a consumer). */
+static void *consumer(void *arg) {
+  void **v = arg;
+  for (int i = 0; i < 2000; i++) {
+    TT_VERIFY(v[i], 1032, (uint64_t)i, "a block handed to the consumer");
+    free_sized_call(v[i], 1032);
+  }
+  return NULL;
+}
+
 static void case_threads(void) {
   tt_watchdog(120, "exact_classes threads");
   pthread_t t[NTHREADS];
   for (uintptr_t i = 0; i < NTHREADS; i++) TT_CHECK(pthread_create(&t[i], NULL, worker, (void *)(i + 1)) == 0);
   for (int i = 0; i < NTHREADS; i++) TT_CHECK(pthread_join(t[i], NULL) == 0);
   TT_CHECKF(has_exact_class(1040), "no class 1040 (%u bins)", nbins());
+  void **v = malloc(2000 * sizeof(void *));
+  TT_CHECK(v != NULL);
+  for (int i = 0; i < 2000; i++) {
+    v[i] = malloc(1032);
+    TT_CHECK(v[i] != NULL && malloc_usable_size(v[i]) == 1040);
+    tt_fill(v[i], 1032, (uint64_t)i);
+  }
+  pthread_t c;
+  TT_CHECK(pthread_create(&c, NULL, consumer, v) == 0 && pthread_join(c, NULL) == 0);
+  free(v);
 }
 
 int main(int argc, char **argv) {
