@@ -16,8 +16,15 @@
 #include "init.h"
 #include "options.h"
 #include "prof_hooks.h"
+#include "size_class.h"
 
 static bool power_of_two(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
+
+/* The request for an aligned block of rounded bytes (a multiple of the alignment, up to
+ * LOOKUP_MAX): its static class's size, which is a multiple of every alignment up to
+ * the size, and which no exact class ever takes (exact_class.h: an exact class's size
+ * need not be such a multiple, and one made meanwhile must not take the request). */
+static size_t static_class_request(size_t rounded) { return class_infos[size_to_static_class(rounded)].size; }
 
 PROF_API_ENTRY void *tessera_aligned_internal(size_t align, size_t size) {
   if (align <= QUANTUM) return tessera_malloc_internal(size);
@@ -34,7 +41,7 @@ PROF_API_ENTRY void *tessera_aligned_internal(size_t align, size_t size) {
   if (align <= PAGE) {
     size_t rounded = align_up(size, align);
     if (rounded == 0) rounded = align;
-    if (rounded <= LOOKUP_MAX) return tessera_malloc_internal(rounded);
+    if (rounded <= LOOKUP_MAX) return tessera_malloc_internal(static_class_request(rounded));
   }
   void *p = alloc_large(large_request(size), align < PAGE ? PAGE : align, false);
   if (p == NULL) errno = ENOMEM;
@@ -48,7 +55,7 @@ size_t aligned_usable_size(size_t align, size_t size) {
   if (align <= PAGE) {
     size_t rounded = align_up(size, align);
     if (rounded == 0) rounded = align;
-    if (rounded <= LOOKUP_MAX) return free_usable_of_malloc(rounded);
+    if (rounded <= LOOKUP_MAX) return free_usable_of_malloc(static_class_request(rounded));
   }
   return large_usable_size(large_request(size));
 }

@@ -16,6 +16,7 @@
 #include "background.h"
 #include "bin.h"
 #include "config.h"
+#include "exact_class.h"
 #include "free_map.h"
 #include "frontend.h"
 #include "got_patch.h"
@@ -73,14 +74,18 @@ PROF_API_ENTRY void *alloc_large(size_t size, size_t align, bool zero) {
   return p;
 }
 
-static void *alloc_cached_class(tcache_t *tc, unsigned c) {
+/* A block of class c for a request of size bytes (0: not known; the size votes for an
+ * exact class on refills: exact_class.h). */
+static void *alloc_cached_class(tcache_t *tc, unsigned c, size_t size) {
   tessera_assert(c < NCACHED_MAX);
+  if (unlikely(c >= NSTATIC_SMALL) && tc != NULL) tcache_bin_setup_exact(tc, c);
   if (tc != NULL && tcache_bin(tc, c)->capacity > 0) {
     cache_bin_t *b = tcache_bin(tc, c);
     if (b->head != b->slots + b->capacity) { /* refills need an empty bin: pop first */
       cache_bin_count_malloc(tc, b);
       return block_clear_freed_key(*b->head++);
     }
+    exact_class_count_refill(tc, c, size);
     return block_clear_freed_key(tcache_alloc_refill(tc, c));
   }
   arena_t *a = current_arena(tc);
@@ -107,14 +112,16 @@ size_t alloc_hardened_block_size(size_t n, size_t align) {
 }
 
 /* Every allocation of hardened mode: the block for n bytes and its trailer; a block up
- * to 32 KiB is checked to be unused since its last free (it is zero: hardened.h). */
-void *alloc_hardened(size_t n, size_t align, bool zero, const char *func) {
+ * to 32 KiB is checked to be unused since its last free (it is zero: hardened.h). With
+ * the cold code (COLD_TEXT): only hardened mode runs it, which runs hardened.c's code,
+ * placed there too, anyway. */
+COLD_TEXT void *alloc_hardened(size_t n, size_t align, bool zero, const char *func) {
   size_t m = hardened_request(n, align);
   if (m == 0) return NULL;
   if (likely(align <= PAGE && m <= LOOKUP_MAX)) { /* a cached class: no guard page */
     unsigned c = size_to_class(m);
     tcache_t *tc = tls_thread.tcache != &tcache_empty ? tls_thread.tcache : tcache_get();
-    void *p = alloc_cached_class(tc, c);
+    void *p = alloc_cached_class(tc, c, 0);
     if (p == NULL) return NULL;
     hardened_check_unused(p, class_infos[c].size, func);
     hardened_write_trailer(p, class_infos[c].size, n);
@@ -136,7 +143,7 @@ void *alloc_hardened(size_t n, size_t align, bool zero, const char *func) {
 
 static void *alloc_any(size_t size) {
   tcache_t *tc = tcache_get();
-  if (size <= LOOKUP_MAX) return alloc_cached_class(tc, size_to_class(size));
+  if (size <= LOOKUP_MAX) return alloc_cached_class(tc, size_to_class(size), size);
   return alloc_counted(arena_malloc_large(current_arena(tc), size, PAGE, false), large_usable_size(size));
 }
 
@@ -152,7 +159,7 @@ PROF_API_ENTRY static void *alloc_sampled_cached(tcache_t *tc, unsigned c) {
     }
     /* The OS refused a new slab: from the cache, marked in place (its OOM handling). */
   }
-  void *p = alloc_cached_class(tc, c);
+  void *p = alloc_cached_class(tc, c, 0);
   if (p != NULL) prof_block_record_in_place(p, class_infos[c].size);
   return p;
 }
@@ -237,7 +244,7 @@ NOINLINE PROF_API_ENTRY static void *malloc_general(size_t size) {
 /* hardened:true: malloc_hardened's checks of block p (region bytes, for a request of
  * size) when it is above HARDENED_ZERO_INLINE_MAX or not all zero: out of line, so that
  * the common path makes no call and saves no registers. */
-NOINLINE static void *malloc_hardened_checked(void *p, size_t region, size_t size) {
+COLD_TEXT static void *malloc_hardened_checked(void *p, size_t region, size_t size) {
   hardened_check_unused(p, region, "malloc()");
   hardened_write_trailer(p, region, size);
   return p;

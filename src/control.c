@@ -45,11 +45,17 @@ static size_t aligned_request(size_t size, size_t align) {
   return rounded == 0 ? QUANTUM : rounded;
 }
 
+/* The class of an aligned request: beyond the quantum, a static one (an exact class's
+ * size need not be a multiple of the alignment: aligned.c). */
+static unsigned aligned_class(size_t rounded, size_t align) {
+  return align > QUANTUM ? size_to_static_class(rounded) : size_to_class(rounded);
+}
+
 size_t control_alloc_usable(size_t size, size_t align) {
   if (!boot_ensure() || size > (size_t)PTRDIFF_MAX || align > ((size_t)1 << 62)) return 0;
   size_t rounded = aligned_request(size, align);
   if (rounded == 0) return 0;
-  if (align <= PAGE && rounded <= LOOKUP_MAX) return class_to_size(size_to_class(rounded));
+  if (align <= PAGE && rounded <= LOOKUP_MAX) return class_infos[aligned_class(rounded, align)].size;
   return large_usable_size(large_request(size));
 }
 
@@ -70,7 +76,7 @@ PROF_API_ENTRY void *control_alloc(int arena_index, size_t size, size_t align, b
     if (prof_alloc_due(usize)) return alloc_sampled_in(a, usize, align < PAGE ? PAGE : align, zero);
   }
   if (align <= PAGE && rounded <= SMALL_MAX) {
-    unsigned c = size_to_class(rounded);
+    unsigned c = aligned_class(rounded, align);
     void *p = bin_alloc_one(a, c);
     if (p == NULL && arena_handle_oom(class_infos[c].size)) p = bin_alloc_one(a, c);
     if (p != NULL && zero) memset(p, 0, class_infos[c].size);

@@ -26,6 +26,7 @@
 #include "arena.h"
 #include "config.h"
 #include "control.h"
+#include "exact_class.h"
 #include "free_map.h"
 #include "init.h"
 #include "options.h"
@@ -176,6 +177,11 @@ static int read_constant_size(const ctl_node_t *n, const size_t *idx, void *out)
 static int read_constant_unsigned(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)idx;
   return put_unsigned(out, (unsigned)n->param);
+}
+
+static int read_nbins(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)n, (void)idx;
+  return put_unsigned(out, NSTATIC_SMALL + exact_class_count());
 }
 
 static int read_tcache_max(const ctl_node_t *n, const size_t *idx, void *out) {
@@ -403,7 +409,9 @@ static bool arena_index_ok(size_t i) {
   return i == ARENAS_ALL || i < control_narenas();
 }
 
-static bool bin_index_ok(size_t i) { return i < NSMALL; }
+/* The bins: the static classes, then the exact classes made so far (exact_class.h), so
+ * that arenas.nbins and arenas.bin.<j>.size list every class a size may map to now. */
+static bool bin_index_ok(size_t i) { return i < NSTATIC_SMALL + exact_class_count(); }
 static bool lextent_index_ok(size_t i) { return i < NLARGE_CLASSES; }
 
 /* ---- the tree ---- */
@@ -507,7 +515,7 @@ static const ctl_node_t arenas_nodes[] = {
     LEAF("create", CTL_UNSIGNED, read_arenas_create, NULL, 0),
     PARAM_LEAF("page", CTL_SIZE, read_constant_size, NULL, PAGE),
     PARAM_LEAF("quantum", CTL_SIZE, read_constant_size, NULL, QUANTUM),
-    PARAM_LEAF("nbins", CTL_UNSIGNED, read_constant_unsigned, NULL, NSMALL),
+    LEAF("nbins", CTL_UNSIGNED, read_nbins, NULL, 0),
     LEAF("tcache_max", CTL_SIZE, read_tcache_max, NULL, 0),
     LEAF("free_map", CTL_BOOL, read_free_map, NULL, 0),
     PARAM_LEAF("dirty_decay_ms", CTL_SSIZE, read_arenas_decay_ms, write_arenas_decay_ms, 0),

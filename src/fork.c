@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "fork.h"
 
+#include "exact_class.h"
+
 #include "arena.h"
 #include "background.h"
 #include "base.h"
@@ -18,6 +20,7 @@ extern void _IO_list_unlock(void) __attribute__((weak));
 extern void _IO_list_resetlock(void) __attribute__((weak));
 
 static void fork_prepare(void) {
+  exact_class_fork_prepare(); /* taken with no other lock held */
   if (_IO_list_lock) _IO_list_lock();
   prof_modules_fork_prepare(); /* the profiler's stack captures and symbolizing */
   prof_sample_fork_prepare(); /* the profiler's tables: taken with no other lock held */
@@ -28,6 +31,7 @@ static void fork_prepare(void) {
 }
 
 static void fork_parent(void) {
+  exact_class_fork_release();
   base_fork_parent();
   arenas_fork_parent();
   tcache_fork_parent();
@@ -39,6 +43,7 @@ static void fork_parent(void) {
 
 static void fork_child(void) {
   thread_fork_child(); /* this thread has a new id in the child: before any lock */
+  exact_class_fork_release();
   base_fork_child();
   arenas_fork_child();
   tcache_fork_child();

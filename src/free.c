@@ -33,6 +33,7 @@
 #include "options.h"
 #include "pagemap.h"
 #include "prof_hooks.h"
+#include "exact_class.h"
 #include "prof_slab.h"
 #include "size_class.h"
 #include "tcache.h"
@@ -77,7 +78,7 @@ static size_t block_size_of(const extent_t *e, unsigned c) { return c == CODE_LA
 size_t free_hardened_region(const extent_t *e, unsigned c) { return hardened_region(block_size_of(e, c), c == CODE_LARGE); }
 
 /* hardened:true: the size the program asked for; aborts when it wrote past it. */
-static size_t hardened_size(const void *p, const extent_t *e, unsigned c, const char *func) {
+COLD_TEXT static size_t hardened_size(const void *p, const extent_t *e, unsigned c, const char *func) {
   return hardened_checked_size(p, free_hardened_region(e, c), func);
 }
 
@@ -115,7 +116,7 @@ extent_t *free_lookup_block(const void *p, const char *func, unsigned *class_out
 
 /* prof:true: block p of class c of sample slab e (prof_slab.h), back to its slab after
  * the profiler forgot it: never to a cache, from which an ordinary malloc would take it. */
-NOINLINE static void free_sampled_in_slab(extent_t *e, unsigned c, void *p) {
+COLD_TEXT static void free_sampled_in_slab(extent_t *e, unsigned c, void *p) {
   prof_block_free(p, e);
   if (unlikely(opt_junk)) memset(p, JUNK_FREE, class_infos[c].size);
   block_set_freed_key(p); /* a later free of p is a double free */
@@ -209,7 +210,7 @@ static void free_held(tcache_t *tc, hardened_held_t h) {
 /* hardened:true, a thread with a cache: the thread's own quarantine (no lock); the
  * blocks that leave it go to the cache, from which malloc's slow path hands them out
  * again, checking that they are still zero. */
-static void free_hardened_cached(tcache_t *tc, extent_t *e, unsigned c, void *p) {
+COLD_TEXT static void free_hardened_cached(tcache_t *tc, extent_t *e, unsigned c, void *p) {
   void *q = free_hardened_retire(e, c, p);
   hardened_held_t out[HARDENED_EVICT_MAX + 1];
   unsigned n = hardened_thread_quarantine((hardened_held_t){q, c, c == CODE_LARGE ? (uint32_t)e->npages : 0}, out);
@@ -253,6 +254,8 @@ static void free_checked(void *p, extent_t *e, unsigned c) {
     free_hardened_cached(tc, e, c, p);
     return;
   }
+  /* An exact class this thread has no bin for yet (it frees others' blocks of it). */
+  if (unlikely(c - NSTATIC_SMALL < NEXACT_CLASSES) && tc != &tcache_empty) tcache_bin_setup_exact(tc, c);
   if (c < NCACHED_MAX && tcache_bin(tc, c)->capacity > 0) {
     /* Here when the bin was full, when the free map is off (free_map.h), or when the
      * profiler sent the block's extent here (prof_hooks.h). */
@@ -312,7 +315,7 @@ static inline __attribute__((always_inline)) void free_hardened_retire_cached(tc
   else free_held(tc, left);
 }
 
-NOINLINE static void free_hardened_retire_large(tcache_t *tc, const free_map_entry_t *fe, void *p, unsigned c) {
+COLD_TEXT static void free_hardened_retire_large(tcache_t *tc, const free_map_entry_t *fe, void *p, unsigned c) {
   free_hardened_retire_cached(tc, fe, p, c, class_infos[c].size);
 }
 
@@ -321,7 +324,7 @@ NOINLINE static void free_hardened_retire_large(tcache_t *tc, const free_map_ent
  * entry read once. Every other case (the general path then names the misuse, if it is
  * one) to free_general. Also hardened mode's entry: the callers' PLT slots of free point
  * here once the library is up (free_hardened_entry_patch). */
-NOINLINE void free_hardened_path(void *p) {
+COLD_TEXT void free_hardened_path(void *p) {
   tcache_t *tc = tls_thread.tcache;
   uintptr_t a = (uintptr_t)p;
   const free_map_entry_t *fe = free_map_lookup(a);
@@ -434,7 +437,9 @@ void tessera_free_checked_size(void *p, size_t usable, size_t usable_alt, bool u
    * different class means the program frees another object than it thinks. */
   size_t actual = block_size_of(e, c);
   /* A sampled block has an extent of its own, larger than its class (prof_hooks.h). */
-  if (unlikely(actual != usable && actual != usable_alt && !e->sampled)) fatal_pointer(func, "size of another size class", p);
+  if (unlikely(actual != usable && actual != usable_alt && !e->sampled &&
+               !exact_class_sized_free_fits(c, actual, usable, usable_alt)))
+    fatal_pointer(func, "size of another size class", p);
   if (use_tcache) free_checked(p, e, c);
   else free_to_arena(e, c, p);
 }

@@ -16,6 +16,7 @@ extern const char *tessera_conf __attribute__((weak));
 
 bool opt_abort_conf = false;
 bool opt_tcache = true;
+bool opt_exact_classes = true;
 bool opt_free_map = true;
 size_t opt_tcache_max = TCACHE_MAX_LIMIT;
 unsigned opt_tcache_nslots_small_min = 20;
@@ -92,6 +93,10 @@ const option_def_t option_table[] = {
                "after round grows past it, up to 2048 blocks and 1 MiB)."),
     NUM_OPTION("lg_tcache_nslots_mul", OPTION_UNSIGNED, opt_lg_tcache_nslots_mul, 0, 8,
                "A small bin holds (regions per slab) << this, before clamping."),
+    BOOL_OPTION("exact_classes", opt_exact_classes,
+                "Make up to 8 size classes at run time, each for one exact size (rounded to 16 bytes) that "
+                "most requests of a class above 128 bytes ask for while wasting at least 5% of it "
+                "(never with hardened:true)."),
     STRING_OPTION("slab_sizes", opt_slab_sizes,
                   "Slab size in pages for the small classes in a size range, e.g. 1-4096:17|128-128:2 "
                   "(clamped to what a slab can hold).",

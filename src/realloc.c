@@ -66,7 +66,7 @@ static bool moving_not_sampled(size_t usize) {
 
 /* hardened:true: the block stays where malloc(size) would give a block of its size (its
  * trailer rewritten for the new size), else a new block (the old one quarantined). */
-static void *realloc_hardened(void *p, size_t size) {
+COLD_TEXT static void *realloc_hardened(void *p, size_t size) {
   unsigned c;
   extent_t *e = free_lookup_block(p, "realloc()", &c, true); /* a misuse is named realloc's */
   size_t region = free_hardened_region(e, c);

@@ -5,7 +5,9 @@
 #include "options.h"
 
 class_info_t class_infos[NCACHED_MAX];
+_Static_assert(NCACHED_MAX <= 255 && NSMALL + NLARGE_CLASSES < 256, "a class id fits a byte (class_of_lookup, extent_t.class_id)");
 uint8_t class_of_lookup[(LOOKUP_MAX >> 4) + 1];
+_Atomic unsigned size_class_nexact;
 
 /* The regular classes alone, four per doubling: index r -> size and back. */
 static size_t regular_class_to_size(unsigned r) {
@@ -35,7 +37,7 @@ static unsigned header_class_index(unsigned h) {
   return regular_size_to_class((size_t)1 << (HEADER_LG_FIRST + h)) + h + 1;
 }
 
-size_t class_to_size(unsigned c) {
+static size_t static_class_to_size(unsigned c) {
   for (unsigned h = NHEADER_CLASSES; h-- > 0;) {
     unsigned at = header_class_index(h);
     if (c == at) return header_class_size(h);
@@ -44,11 +46,17 @@ size_t class_to_size(unsigned c) {
   return regular_class_to_size(c);
 }
 
+size_t class_to_size(unsigned c) {
+  if (c < NSTATIC_SMALL) return static_class_to_size(c);
+  if (c < NSMALL) return class_infos[c].size;
+  return static_class_to_size(c - NEXACT_CLASSES);
+}
+
 unsigned size_to_class_compute(size_t size) {
   /* The classes below size: the regular ones, plus the header ones. */
   unsigned c = regular_size_to_class(size);
   for (unsigned h = 0; h < NHEADER_CLASSES && header_class_size(h) < size; h++) c++;
-  return c;
+  return c < NSTATIC_SMALL ? c : c + NEXACT_CLASSES;
 }
 
 /*
@@ -86,44 +94,62 @@ static void set_slab_pages(class_info_t *ci, size_t pages) {
   ci->nregs = (uint32_t)(pages * PAGE / ci->size);
 }
 
-/* slab_sizes: each range in order, later ones winning. */
-static void apply_slab_ranges(void) {
+/* slab_sizes for class ci: each range in order, later ones winning. */
+static void apply_slab_ranges(class_info_t *ci) {
   for (unsigned k = 0; k < opt_slab_nranges; k++) {
     const slab_range_t *r = &opt_slab_ranges[k];
-    for (unsigned c = 0; c < NSMALL; c++)
-      if (class_infos[c].size >= r->lo && class_infos[c].size <= r->hi) set_slab_pages(&class_infos[c], r->pages);
+    if (ci->size >= r->lo && ci->size <= r->hi) set_slab_pages(ci, r->pages);
   }
 }
 
 /* Debug build: each class holds its sizes, each slab its regions. */
+static void check_slab(const class_info_t *ci) {
+  tessera_assert(ci->nregs >= 1 && ci->nregs <= SLAB_MAX_REGIONS && ci->slab_pages <= SLAB_MAX_PAGES &&
+                 (size_t)ci->nregs * ci->size <= (size_t)ci->slab_pages * PAGE);
+}
+
 static void check_table(void) {
-  for (unsigned c = 0; c < NCACHED_MAX; c++) {
+  for (unsigned c = 0; c < NSTATIC_SMALL; c++) {
     const class_info_t *ci = &class_infos[c];
     tessera_assert(ci->size % QUANTUM == 0 && (c == 0 || ci->size > class_infos[c - 1].size));
-    tessera_assert(size_to_class_compute(ci->size) == c && size_to_class_compute(ci->size + 1) == c + 1);
-    tessera_assert(c + 1 >= NCACHED_MAX || ci->size < class_to_size(c + 1));
-    tessera_assert(c >= NSMALL || (ci->nregs >= 1 && ci->nregs <= SLAB_MAX_REGIONS &&
-                                   ci->slab_pages <= SLAB_MAX_PAGES &&
-                                   (size_t)ci->nregs * ci->size <= (size_t)ci->slab_pages * PAGE));
+    tessera_assert(size_to_class_compute(ci->size) == c);
+    tessera_assert(size_to_class_compute(ci->size + 1) == (c + 1 < NSTATIC_SMALL ? c + 1 : NSMALL));
+    tessera_assert(ci->parent == c);
+    check_slab(ci);
   }
+  for (unsigned c = NSTATIC_SMALL; c < NSMALL; c++) tessera_assert(class_infos[c].size == 0);
 }
 
 void size_class_init(void) {
-  for (unsigned c = 0; c < NCACHED_MAX; c++) {
+  for (unsigned c = 0; c < NSTATIC_SMALL; c++) {
     class_info_t *ci = &class_infos[c];
     ci->size = (uint32_t)class_to_size(c);
-    if (c < NSMALL) {
-      choose_slab(ci);
-    } else {
-      ci->slab_pages = (uint32_t)(ci->size / PAGE);
-      ci->nregs = 1;
-    }
-    ci->magic = c < NSMALL ? UINT64_MAX / ci->size + 1 : 1;
+    ci->parent = c;
+    choose_slab(ci);
+    ci->magic = UINT64_MAX / ci->size + 1;
   }
   for (size_t i = 0; i <= (LOOKUP_MAX >> 4); i++) {
     size_t size = i << 4;
     class_of_lookup[i] = (uint8_t)size_to_class_compute(size == 0 ? 1 : size);
   }
-  apply_slab_ranges();
+  for (unsigned c = 0; c < NSTATIC_SMALL; c++) apply_slab_ranges(&class_infos[c]);
   if (config_debug) check_table();
+}
+
+COLD_TEXT unsigned size_class_fill_exact(size_t size, unsigned parent) {
+  unsigned c = NSTATIC_SMALL + atomic_load_explicit(&size_class_nexact, memory_order_relaxed);
+  tessera_assert(c < NSMALL && class_infos[c].size == 0 && size % QUANTUM == 0);
+  class_info_t *ci = &class_infos[c];
+  ci->size = (uint32_t)size;
+  ci->parent = parent;
+  choose_slab(ci);
+  apply_slab_ranges(ci);
+  ci->magic = UINT64_MAX / ci->size + 1;
+  if (config_debug) check_slab(ci);
+  return c;
+}
+
+COLD_TEXT void size_class_publish_exact(unsigned c) {
+  tessera_assert(c == NSTATIC_SMALL + atomic_load_explicit(&size_class_nexact, memory_order_relaxed));
+  atomic_store_explicit(&size_class_nexact, c - NSTATIC_SMALL + 1, memory_order_release); /* the facts first */
 }

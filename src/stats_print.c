@@ -10,6 +10,7 @@
 #include "tessera.h"
 
 #include "emitter.h"
+#include "exact_class.h"
 #include "free_map.h"
 #include "init.h"
 #include "options.h"
@@ -117,7 +118,8 @@ static void j_arena(emitter_t *e, const char *key, const arena_stats_t *s, const
   if (o->locks) j_lock(e, "extent_lock", &s->extent_lock);
   if (o->bins) {
     j_open(e, "bins", '[');
-    for (unsigned c = 0; c < NSMALL; c++) j_bin(e, &s->bins[c], c, o);
+    for (unsigned c = 0; c < NSMALL; c++)
+      if (class_infos[c].size != 0) j_bin(e, &s->bins[c], c, o); /* an exact class's slot not made yet: none */
     j_close(e, ']');
   }
   j_close(e, '}');
@@ -167,6 +169,7 @@ static void j_tcaches(emitter_t *e, const stats_snapshot_t *s) {
   j_u64(e, "bytes", s->tcache_bytes);
   j_open(e, "classes", '[');
   for (unsigned c = 0; c < NCACHED_MAX; c++) {
+    if (class_infos[c].size == 0) continue; /* an exact class's slot not made yet */
     j_open(e, NULL, '{');
     j_u64(e, "size", class_infos[c].size);
     j_u64(e, "cached", s->tcache_blocks[c]);
@@ -210,6 +213,17 @@ static void j_process(emitter_t *e) {
   j_u64(e, "time", os_wall_ns() / 1000000000u);
 }
 
+/* The exact classes made so far (exact_class.h): their sizes, in the order made. */
+static void j_exact_classes(emitter_t *e) {
+  j_open(e, "exact_classes", '[');
+  for (unsigned k = 0, n = exact_class_count(); k < n; k++) {
+    char v[16];
+    snprintf(v, sizeof(v), "%u", class_infos[NSTATIC_SMALL + k].size);
+    j_raw(e, NULL, v);
+  }
+  j_close(e, ']');
+}
+
 static void print_json(emitter_t *e, const stats_snapshot_t *s, const print_opts_t *o) {
   j_open(e, NULL, '{');
   j_open(e, "tessera", '{');
@@ -217,6 +231,7 @@ static void print_json(emitter_t *e, const stats_snapshot_t *s, const print_opts
   j_u64(e, "schema", STATS_JSON_SCHEMA);
   j_process(e);
   j_u64(e, "ncpus", s->ncpus);
+  j_exact_classes(e);
   if (o->general) j_options(e);
   j_totals(e, s);
   if (opt_prof) j_prof(e);
@@ -330,6 +345,16 @@ static void t_threads(emitter_t *e, const stats_snapshot_t *s) {
   }
 }
 
+static void t_exact_classes(emitter_t *e) {
+  unsigned n = exact_class_count();
+  emit(e, "exact classes: %u of %u", n, NEXACT_CLASSES);
+  for (unsigned k = 0; k < n; k++) {
+    const class_info_t *ci = &class_infos[NSTATIC_SMALL + k];
+    emit(e, "%s%u (for %u)", k ? ", " : ": ", ci->size, class_infos[ci->parent].size);
+  }
+  emit(e, "%s\n", opt_exact_classes && !opt_hardened ? "" : " (exact_classes off)");
+}
+
 static void print_text(emitter_t *e, const stats_snapshot_t *s, const print_opts_t *o) {
   const tessera_counters *k = &s->totals;
   emit(e, "___ tessera %s statistics ___\n", TESSERA_VERSION_STRING);
@@ -339,6 +364,7 @@ static void print_text(emitter_t *e, const stats_snapshot_t *s, const print_opts
        s->ncpus, s->narenas, s->nautomatic, s->merged.nthreads, s->nthreads_peak, free_map_enabled() ? "on" : "off");
   emit(e, "allocated: %zu  active: %zu  metadata: %zu  resident: %zu  mapped: %zu  retained: %zu  dirty: %zu  muzzy: %zu\n",
        k->allocated, k->active, k->metadata, k->resident, k->mapped, k->retained, k->dirty, s->merged.pmuzzy * PAGE);
+  t_exact_classes(e);
   if (opt_prof)
     emit(e, "heap profiler: metadata: %zu  sampled-block padding: %zu\n", prof_meta_bytes(), prof_meta_sampled_padding());
   if (o->locks) t_lock(e, "base lock:", &s->base_lock);
@@ -395,9 +421,10 @@ TESSERA_EXPORT void tessera_print_classes(tessera_write_cb *write_cb, void *cbop
   emit(&e, "class      size  kind   slab_bytes  regions  waste_bytes  waste_pct\n");
   for (unsigned c = 0; c < NCACHED_MAX; c++) {
     const class_info_t *ci = &class_infos[c];
+    if (ci->size == 0) continue; /* an exact class's slot not made yet */
     size_t slab = (size_t)ci->slab_pages * PAGE;
     size_t waste = slab - (size_t)ci->nregs * ci->size;
-    emit(&e, "%5u %9u  %-5s %11zu %8u %12zu %9.2f\n", c, ci->size, c < NSMALL ? "small" : "large",
+    emit(&e, "%5u %9u  %-5s %11zu %8u %12zu %9.2f\n", c, ci->size, c < NSTATIC_SMALL ? "small" : "exact",
          slab, ci->nregs, waste, slab ? 100.0 * (double)waste / (double)slab : 0.0);
   }
   emit(&e, "larger sizes: whole pages (4096 bytes), one extent each\n");

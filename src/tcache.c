@@ -6,6 +6,7 @@
 #include "arena.h"
 #include "bin.h"
 #include "config.h"
+#include "exact_class.h"
 #include "free_map.h"
 #include "hardened.h"
 #include "hardened_key.h"
@@ -40,7 +41,21 @@ static unsigned bytes_budget(unsigned c, unsigned n) {
   return n > by_bytes ? (unsigned)by_bytes : n;
 }
 
-static unsigned bin_capacity(unsigned c) {
+/* Each bin's starting and largest capacity (capacities below), per class: computed at
+ * boot, and for an exact class when it is made (tcache_exact_class_made); until then
+ * its slot holds the room every cache reserves for it (exact_room below). Read
+ * without a lock: a slot's values only ever go down, from the room to the class's. */
+static uint16_t start_capacity[NCACHED_MAX], max_capacity[NCACHED_MAX];
+static unsigned bin_capacity(unsigned c) { return __atomic_load_n(&start_capacity[c], __ATOMIC_RELAXED); }
+static unsigned bin_max_capacity(unsigned c) { return __atomic_load_n(&max_capacity[c], __ATOMIC_RELAXED); }
+/* The stack room of bin c in a cache: its capacities, or for an exact class's slot the
+ * room every cache reserves for it (whether made or not: every cache has one layout, so
+ * that a pooled cache is reused as it is). */
+static unsigned exact_room, exact_room_max;
+static unsigned room(unsigned c) { return c < NSTATIC_SMALL ? bin_capacity(c) : exact_room; }
+static unsigned room_max(unsigned c) { return c < NSTATIC_SMALL ? bin_max_capacity(c) : exact_room_max; }
+
+static unsigned compute_capacity(unsigned c) {
   /* junk and zero fill every block in the slow paths, so they bypass the caches
    * (hardened mode keeps them, for its slow paths only: tcache_boot, cache_new). */
   if (!opt_tcache || opt_junk || opt_zero || class_infos[c].size > opt_tcache_max) return 0;
@@ -67,12 +82,37 @@ static unsigned bin_capacity(unsigned c) {
 #define TCACHE_GROWN_SLOTS 2048                 /* at most this many blocks per bin */
 #define TCACHE_GROWN_BYTES ((size_t)1 << 20)    /* and at most this many bytes of blocks */
 #define TCACHE_GROW_STREAK 2                    /* overflows after refills before growing */
-static unsigned bin_max_capacity(unsigned c) {
-  unsigned base = bin_capacity(c);
+static unsigned compute_max_capacity(unsigned c, unsigned base) {
   if (base == 0) return base;
   size_t by_bytes = TCACHE_GROWN_BYTES / class_infos[c].size;
   unsigned grown = by_bytes < TCACHE_GROWN_SLOTS ? (unsigned)by_bytes : TCACHE_GROWN_SLOTS;
   return grown > base ? grown : base;
+}
+
+static void store_capacities(unsigned c, unsigned base, unsigned max) {
+  __atomic_store_n(&start_capacity[c], (uint16_t)base, __ATOMIC_RELAXED);
+  __atomic_store_n(&max_capacity[c], (uint16_t)max, __ATOMIC_RELAXED);
+}
+
+static void capacities_init(void) {
+  for (unsigned c = 0; c < NSTATIC_SMALL; c++) {
+    unsigned base = compute_capacity(c);
+    store_capacities(c, base, compute_max_capacity(c, base));
+  }
+  bool exact = opt_exact_classes && !opt_hardened;
+  exact_room = exact ? start_capacity[EXACT_FIRST_VOTER] : 0;
+  exact_room_max = exact ? max_capacity[EXACT_FIRST_VOTER] : 0;
+  for (unsigned c = NSTATIC_SMALL; c < NCACHED_MAX; c++) store_capacities(c, exact_room, exact_room_max);
+}
+
+/* Within the room of its slot (a largest capacity not above the starting one: no room
+ * to grow into). */
+COLD_TEXT void tcache_exact_class_made(unsigned c) {
+  unsigned base = compute_capacity(c);
+  if (base > exact_room) base = exact_room;
+  unsigned max = compute_max_capacity(c, base);
+  if (max > exact_room_max || exact_room_max <= exact_room) max = exact_room_max > exact_room ? exact_room_max : base;
+  store_capacities(c, base, max);
 }
 
 static void thread_exit(void *arg);
@@ -102,6 +142,7 @@ uint16_t tcache_bin_offset_of_size[(LOOKUP_MAX >> 4) + 1];
 
 bool tcache_boot(void) {
   lock_init(&registry_lock);
+  capacities_init();
   for (size_t i = 0; i <= LOOKUP_MAX >> 4; i++)
     tcache_bin_offset_of_size[i] = (uint16_t)offsetof(tcache_t, bins[class_of_lookup[i] + 1]);
   /* Hardened mode: malloc's fast path always finds bins[0] empty (its slow path checks
@@ -157,10 +198,13 @@ static void place_stack(cache_bin_t *b, void **empty, unsigned capacity) {
 static tcache_t *tcache_create(void) {
   tessera_assert(tls_thread.cache_state == THREAD_CREATING);
   size_t slots = 0, committed = 0;
+  /* The classes made now (an exact class made meanwhile gets its bin on its first slow
+   * path, as in an older cache). */
+  unsigned made = NSTATIC_SMALL + atomic_load_explicit(&size_class_nexact, memory_order_acquire);
   for (unsigned c = 0; c < NCACHED_MAX; c++) {
-    unsigned base = bin_capacity(c), max = bin_max_capacity(c);
+    unsigned base = room(c), max = room_max(c);
     slots += base + 1 + (max > base ? max + 1 : 0); /* +1: the sentinel at each empty end */
-    committed += (base + 1) * sizeof(void *);
+    if (c < made) committed += (bin_capacity(c) + 1) * sizeof(void *);
   }
   /* Mapped directly rather than from base: a cache is ~30 KiB of stacks of which a thread
    * touches only what it uses, and unmapping it at thread exit gives that back (a program
@@ -181,18 +225,19 @@ static tcache_t *tcache_create(void) {
   void **slot = (void **)(gc_looks(tc) + NCACHED_MAX + 1);
   for (unsigned c = 0; c < NCACHED_MAX; c++) { /* the packed area */
     cache_bin_t *b = tcache_bin(tc, c);
-    unsigned capacity = bin_capacity(c);
+    unsigned capacity = room(c);
     if (capacity == 0) continue; /* head NULL, marks 0: empty and full, never caches */
     tc->home_empty[c + 1] = slot + capacity;
-    place_stack(b, slot + capacity, capacity);
+    slot += capacity + 1;
+    if (c >= made || bin_capacity(c) == 0) continue; /* an exact class's room: tcache_bin_setup_exact */
+    place_stack(b, tc->home_empty[c + 1], bin_capacity(c));
     /* Hardened mode: magic 0 fails free's region-start test, so every free takes the
      * slow path (which checks the canaries and quarantines the block). */
     b->region_magic = opt_hardened ? 0 : class_infos[c].magic;
-    slot += capacity + 1;
   }
   for (unsigned c = 0; c < NCACHED_MAX; c++) { /* the stacks bins grow into */
-    unsigned max = bin_max_capacity(c);
-    if (max == bin_capacity(c)) continue;
+    unsigned max = room_max(c);
+    if (max <= room(c)) continue;
     tc->grown_empty[c + 1] = slot + max;
     slot += max + 1;
   }
@@ -205,6 +250,17 @@ static tcache_t *tcache_create(void) {
   registry = tc;
   lock_release(&registry_lock);
   return tc;
+}
+
+COLD_TEXT void tcache_bin_setup_exact(tcache_t *tc, unsigned c) {
+  cache_bin_t *b = tcache_bin(tc, c);
+  if (b->capacity != 0 || !class_made(c) || tc->home_empty[c + 1] == NULL) return;
+  unsigned capacity = bin_capacity(c);
+  if (capacity == 0) return;
+  place_stack(b, tc->home_empty[c + 1], capacity);
+  b->region_magic = class_infos[c].magic;
+  tc->committed += (capacity + 1) * sizeof(void *);
+  atomic_fetch_add_explicit(&tcache_mapped, (capacity + 1) * sizeof(void *), memory_order_relaxed);
 }
 
 tcache_t *tcache_get(void) {
@@ -390,7 +446,8 @@ static void release_idle_grown_bins(tcache_t *tc, unsigned busy) {
 static void tcache_gc_tick(tcache_t *tc) {
   if (++tc->events % TCACHE_GC_EVENTS != 0) return;
   unsigned c = tc->gc_bin;
-  tc->gc_bin = (c + 1) % NCACHED_MAX;
+  /* The static classes and the exact classes made so far (made in slot order). */
+  tc->gc_bin = (c + 1) % (NSTATIC_SMALL + atomic_load_explicit(&size_class_nexact, memory_order_relaxed));
   cache_bin_t *b = tcache_bin(tc, c);
   gc_look_t *look = &gc_looks(tc)[c + 1];
   unsigned count = cache_bin_count(b);

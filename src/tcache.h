@@ -71,6 +71,14 @@ static inline arena_t *current_arena(tcache_t *tc) { return tc != NULL ? tc->are
 /* thread.arena: binds the calling thread to arena a for good (it never moves again). */
 void thread_bind_arena(arena_t *a);
 
+/* Exact class c is being made (exact_class.c, before any size maps to it): its bins'
+ * capacities, within the room every cache reserved for its slot (the first class that
+ * may have exact classes gets that much: the bigger classes as much or less). */
+void tcache_exact_class_made(unsigned c);
+/* Sets up tc's bin for exact class c (exact_class.h) if it has none yet and the class
+ * exists: until then the bin never caches. */
+void tcache_bin_setup_exact(tcache_t *tc, unsigned c);
+
 /* Slow paths of the fast paths in malloc.c. */
 void *tcache_alloc_refill(tcache_t *tc, unsigned c);
 /* Pushes p onto bin c (which caches), first flushing the oldest half if it is full. */

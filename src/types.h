@@ -45,8 +45,10 @@
 
 #define SMALL_MAX 32768   /* 8 pages: the largest class kept in slabs */
 #define NHEADER_CLASSES 4 /* 2^k + 2^k/8 for 1 KiB <= 2^k <= 8 KiB (size_class.h) */
-#define NSMALL 44         /* classes 16 .. 32768 */
-#define NCACHED_MAX 44    /* classes up to 32 KiB may have a thread-cache bin */
+#define NSTATIC_SMALL 44  /* the static classes 16 .. 32768 (size_class.h) */
+#define NEXACT_CLASSES 8  /* slots for classes made at run time for one exact size (exact_class.h) */
+#define NSMALL (NSTATIC_SMALL + NEXACT_CLASSES) /* every small class id: static, then exact */
+#define NCACHED_MAX NSMALL /* every small class may have a thread-cache bin */
 #define TCACHE_MAX_LIMIT ((size_t)32 << 10)
 #define LOOKUP_MAX TCACHE_MAX_LIMIT /* size -> class by table up to here */
 
@@ -79,6 +81,10 @@ static inline size_t large_request(size_t size) { return size <= SMALL_MAX ? SMA
 #define SPARSE_ARRAY __attribute__((common))
 #define INTERNAL __attribute__((visibility("hidden")))
 #define NOINLINE __attribute__((noinline))
+/* A function of a file whose code every program runs that only some programs call (the
+ * exact classes' making, say): placed after all other code (src/layout.ld), so that it
+ * does not push the start-up code out of the first 64 KiB window (structure.footprint). */
+#define COLD_TEXT __attribute__((noinline, section("tessera_cold")))
 
 /* ---- lock.h ---- */
 typedef struct lock {
@@ -263,6 +269,13 @@ typedef struct cache_bin {
 } cache_bin_t;
 _Static_assert(sizeof(cache_bin_t) == 64, "the free map stores a bin's offset as code << 6");
 
+/* A static class's vote for an exact class (exact_class.h), over a window of refills:
+ * the candidate size (in quanta), the refills that asked for it, and all refills. */
+typedef struct exact_vote {
+  uint16_t quanta;
+  uint8_t hits, total;
+} exact_vote_t;
+
 typedef struct tcache {
   /* Indexed by page-map code (class + 1), first in the struct: the free map stores a
    * bin's byte offset (code << 6) and bins[0], a dummy that never caches, is where every
@@ -293,6 +306,7 @@ typedef struct tcache {
   uint64_t busy_event[NCACHED_MAX + 1];
   uint64_t grown_bins, released_bins, recurrent_bins;
   uint64_t prof_armed_bins; /* prof:true: bit c, bin c has drawn its countdown (prof_cache.h) */
+  exact_vote_t exact_votes[NSTATIC_SMALL]; /* per static class (exact_class.h) */
   /* Each bin's two stacks, by their empty ends: the packed one (the starting capacity)
    * and the one it grows into (NULL: the bin never grows). */
   void **home_empty[NCACHED_MAX + 1];

@@ -159,6 +159,21 @@ static void *sized_small(void) {
   free_aligned_sized_call(aligned_alloc(1 << 16, 100), 1 << 16, 100);
   return launder(malloc(100));
 }
+/* An exact class (src/exact_class.h): 1032-byte requests, mostly, make class 1040 for
+ * the sizes 1025 .. 1040 of class 1152. A block of it freed with 1100 bytes (class 1152:
+ * more than the block holds) is a misuse; the sized frees before it are not. */
+static void *exact_class_block(void) {
+  void *before = malloc(1032); /* class 1152 */
+  enum { N = 4000 };
+  static void *v[N];
+  for (int i = 0; i < N; i++) v[i] = malloc(1032);
+  for (int i = 0; i < N; i++) free_sized_call(v[i], 1032);
+  free_sized_call(before, 1032);
+  void *p = malloc(1032);
+  TT_CHECKF(malloc_usable_size(p) == 1040, "no exact class 1040: usable %zu", malloc_usable_size(p));
+  return launder(p);
+}
+static void misuse_free_sized_1100(void *p) { free_sized_call(p, 1100); }
 static void *aligned_small(void) { return launder(aligned_alloc(64, 100)); /* class 128 */ }
 
 /* free(a), then n frees of other blocks, then free(a) again ("double_free_delayed_<size>_<n>"):
@@ -305,6 +320,8 @@ static const misuse_case cases[] = {
     {"usable_size_never_handed_out", USABLE_INVALID, never_handed_out_flushed, misuse_usable_size, NULL},
     {"free_sized_other_class", "tessera: free_sized(): size of another size class 0x", sized_small,
      misuse_free_sized_64, NULL},
+    {"free_sized_exact_class_other_size", "tessera: free_sized(): size of another size class 0x",
+     exact_class_block, misuse_free_sized_1100, NULL},
     {"free_aligned_sized_other_class", "tessera: free_aligned_sized(): size of another size class 0x",
      aligned_small, misuse_free_aligned_sized_300, NULL},
     /* hardened:true only */

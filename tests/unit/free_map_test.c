@@ -24,8 +24,10 @@ int main(void) {
   CHECK(mem != MAP_FAILED, "mmap");
   /* A page-aligned place in this mapping: in the home window (mmap memory is near the heap). */
   uintptr_t base = ((uintptr_t)mem + PAGE_MASK) & ~(uintptr_t)PAGE_MASK;
+  size_class_publish_exact(size_class_fill_exact(4368, size_to_class(4368))); /* an exact class's slot too */
   for (unsigned c = 0; c < NCACHED_MAX; c++) {
     const class_info_t *ci = &class_infos[c];
+    if (ci->size == 0) continue; /* an exact class's slot not made */
     bool slab = c < NSMALL;
     size_t npages = slab ? ci->slab_pages : (ci->size + PAGE - 1) / PAGE;
     CHECK(npages <= SLAB_MAX_PAGES, "class %u: %zu pages", c, npages);

@@ -11,16 +11,17 @@
 
 int main(void) {
   size_class_init();
-  CHECK(class_to_size(NSMALL - 1) == SMALL_MAX, "last small class is %zu", class_to_size(NSMALL - 1));
-  CHECK(class_to_size(NCACHED_MAX - 1) == TCACHE_MAX_LIMIT, "last cached class");
-  for (unsigned c = 1; c < NCACHED_MAX; c++) {
+  CHECK(class_to_size(NSTATIC_SMALL - 1) == SMALL_MAX, "last small class is %zu", class_to_size(NSTATIC_SMALL - 1));
+  CHECK(class_to_size(NSTATIC_SMALL - 1) == TCACHE_MAX_LIMIT, "last cached class");
+  for (unsigned c = NSTATIC_SMALL; c < NSMALL; c++) CHECK(class_to_size(c) == 0, "exact slot %u unused", c);
+  for (unsigned c = 1; c < NSTATIC_SMALL; c++) {
     CHECK(class_to_size(c) > class_to_size(c - 1), "classes increase at %u", c);
     CHECK(class_to_size(c) % QUANTUM == 0, "class %u is a multiple of 16", c);
   }
   /* Four regular classes per doubling from 64 up, and one header class in each doubling
    * from 1 KiB to 8 KiB: every class is either of them. */
   unsigned headers = 0;
-  for (unsigned c = 3; c < NCACHED_MAX; c++) {
+  for (unsigned c = 3; c < NSTATIC_SMALL; c++) {
     size_t size = class_to_size(c);
     unsigned lg = 63u - (unsigned)__builtin_clzll((unsigned long long)(size - 1));
     size_t step = (size_t)1 << (lg - 2);
@@ -48,7 +49,14 @@ int main(void) {
     CHECK(u >= s && u - s < PAGE && u % PAGE == 0, "large size %zu -> %zu", s, u);
   }
   CHECK(large_usable_size(SIZE_MAX) == 0, "impossible size has no usable size");
-  for (unsigned c = 0; c < NSMALL; c++) {
+  /* An exact class (exact_class.h) in the first slot: its slab as well shaped, its region
+   * tests exact, its static parent kept, and the formula still the static classes'. */
+  CHECK(size_class_fill_exact(1040, size_to_class(1040)) == NSTATIC_SMALL, "first exact slot");
+  size_class_publish_exact(NSTATIC_SMALL);
+  CHECK(class_to_size(NSTATIC_SMALL) == 1040 && class_infos[NSTATIC_SMALL].parent == size_to_class(1152),
+        "exact class 1040 for class 1152");
+  CHECK(size_to_class_compute(1040) == size_to_class(1152), "the formula knows the static classes only");
+  for (unsigned c = 0; c <= NSTATIC_SMALL; c++) {
     const class_info_t *ci = &class_infos[c];
     size_t slab = (size_t)ci->slab_pages * PAGE;
     CHECK(ci->slab_pages >= 1 && ci->slab_pages <= SLAB_MAX_PAGES, "class %u slab pages", c);
@@ -63,7 +71,7 @@ int main(void) {
     for (uint32_t off = 0; off < (1u << 20); off += 16)
       CHECK(class_offset_is_region_start(c, off) == (off == 0), "large class %u offset %u", c, off);
   /* The region index by multiplication agrees with division, within slabs and beyond. */
-  for (unsigned c = 0; c < NSMALL; c++) {
+  for (unsigned c = 0; c <= NSTATIC_SMALL; c++) {
     uint32_t size = class_infos[c].size;
     for (uint32_t off = 0; off <= class_infos[c].slab_pages * PAGE; off++)
       CHECK(magic_quotient(class_infos[c].magic, off) == off / size, "class %u offset %u", c, off);
