@@ -4,7 +4,6 @@
 #include "bitmap.h"
 #include "config.h"
 #include "extent.h"
-#include "fatal.h"
 #include "hardened.h"
 #include "lock.h"
 #include "options.h"
@@ -134,14 +133,7 @@ static void slab_empty(arena_t *a, bin_t *bin, extent_t *slab) {
 static inline bool free_region(arena_t *a, bin_t *bin, uint64_t magic, extent_t *slab, void *p) {
   lock_assert_held(&bin->lock);
   tessera_assert(slab->arena == a && &a->bins[slab->class_id] == bin);
-  uint32_t idx = magic_quotient(magic, (uint32_t)((uintptr_t)p - slab->addr));
-  tessera_assert(idx < slab->nregs && slab->addr + (uintptr_t)idx * class_infos[slab->class_id].size == (uintptr_t)p);
-  /* Free already: a double free is caught at the second free by the freed-block key
-   * (hardened_key.h), so a block found free here was never handed out (or its key was
-   * overwritten after the first free). */
-  if (unlikely(bitmap_get(slab->bitmap, idx))) fatal_pointer("free()", "invalid pointer", p);
-  bitmap_set(slab->bitmap, idx);
-  if (idx / 64 < slab->first_word) slab->first_word = idx / 64;
+  slab_region_mark_free(slab, magic, (uintptr_t)p);
   slab->nfree++;
   check_slab(slab);
   if (slab == bin->current) return true;
@@ -200,15 +192,7 @@ unsigned bin_flush(arena_t *a, unsigned c, void **items, unsigned n) {
       continue;
     }
     tessera_assert(&a->bins[slab->class_id] == bin);
-    uint32_t idx = magic_quotient(magic, (uint32_t)(p - slab_start));
-    tessera_assert(idx < slab->nregs && slab_start + (uintptr_t)idx * class_infos[c].size == p);
-    uint64_t bit = (uint64_t)1 << (idx % 64), word = slab->bitmap[idx / 64];
-    /* Free already: a double free is caught at the second free by the freed-block key
-     * (hardened_key.h), so a block found free here was never handed out (or its key was
-     * overwritten after the first free). */
-    if (unlikely(word & bit)) fatal_pointer("free()", "invalid pointer", (void *)p);
-    slab->bitmap[idx / 64] = word | bit;
-    if (idx / 64 < slab->first_word) slab->first_word = idx / 64;
+    slab_region_mark_free(slab, magic, p);
     count++;
   }
   if (count > 0) slab_run_freed(a, bin, slab, before, count);

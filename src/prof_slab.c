@@ -4,7 +4,6 @@
 
 #include "bin.h"
 #include "bitmap.h"
-#include "fatal.h"
 #include "free_map.h"
 #include "lock.h"
 #include "pairing_heap.h"
@@ -90,11 +89,7 @@ void prof_slab_free(extent_t *slab, void *p) {
   bin_t *bin = &a->bins[c];
   sample_slabs_t *s = &atomic_load_explicit(&slabs_of_arena[a->index], memory_order_acquire)[c];
   lock_acquire(&bin->lock);
-  uint32_t idx = magic_quotient(class_infos[c].magic, (uint32_t)((uintptr_t)p - slab->addr));
-  tessera_assert(idx < slab->nregs);
-  if (unlikely(bitmap_get(slab->bitmap, idx))) fatal_pointer("free()", "invalid pointer", p);
-  bitmap_set(slab->bitmap, idx);
-  if (idx / 64 < slab->first_word) slab->first_word = idx / 64;
+  slab_region_mark_free(slab, class_infos[c].magic, (uintptr_t)p);
   slab->nfree++;
   bin->ndalloc++;
   bin->curregs--;

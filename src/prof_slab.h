@@ -8,10 +8,12 @@
  * The profiler must see the free of every sampled block, so a sampled block's page
  * cannot name a bin there. Had the sampled block stayed in an ordinary slab, its page
  * would have been sent to free's slow path with every live neighbour on it (up to 256
- * blocks of 16 B on a page): a program that allocates a batch and frees it paid free's
- * general path (a page-map walk, cache misses) for each of them, +13% of time for +3%
- * of instructions on `fastpath mode=batch`. In a sample slab every block is a sampled
- * one, and its pages are sent to the slow path for as long as the slab is one.
+ * blocks of 16 B on a page), each paying free's general path. In a sample slab every
+ * block is a sampled one, and its pages are sent to the slow path for as long as the
+ * slab is one. Measured (docs/profiling.md): the neighbours were a small part of what
+ * prof:true costs the batch pattern (the samples themselves are most of it); sample
+ * slabs took 1.045 -> 1.038 off batch-1's instructions over prof:false, and cost the
+ * page of each sampled class's slab (+100-400 KiB in small programs).
  *
  * Each arena keeps, per class, the slab it takes sampled blocks from and its other
  * sample slabs that have free regions (lowest address first), under the class's bin
