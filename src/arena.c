@@ -235,10 +235,10 @@ bool arena_handle_oom(size_t request) {
   return unmapped > 0 || notified;
 }
 
-static extent_t *large_extent(arena_t *a, size_t usable, size_t align, bool *zeroed) {
+static extent_t *large_extent(arena_t *a, size_t usable, size_t align, bool want_zero, bool *zeroed) {
   lock_acquire(&a->extent_lock);
   stash_make_room(a, STASH_LARGE, usable / PAGE);
-  extent_t *e = extent_alloc(a, usable / PAGE, align / PAGE, EXTENT_LARGE, large_code(usable), zeroed);
+  extent_t *e = extent_alloc(a, usable / PAGE, align / PAGE, EXTENT_LARGE, large_code(usable), want_zero, zeroed);
   if (e != NULL) {
     a->large_allocated += usable;
     a->nmalloc_large++;
@@ -262,8 +262,8 @@ void *arena_malloc_large(arena_t *a, size_t size, size_t align, bool zero) {
   bool guarded = hardened_has_guard(usable);
   if (unlikely(guarded)) usable += PAGE;
   bool zeroed;
-  extent_t *e = large_extent(a, usable, align, &zeroed);
-  if (unlikely(e == NULL) && arena_handle_oom(usable)) e = large_extent(a, usable, align, &zeroed);
+  extent_t *e = large_extent(a, usable, align, zero, &zeroed);
+  if (unlikely(e == NULL) && arena_handle_oom(usable)) e = large_extent(a, usable, align, zero, &zeroed);
   if (e == NULL) return NULL;
   if (zero && !zeroed) memset((void *)e->addr, 0, usable);
   if (unlikely(guarded) && !hardened_guard((void *)(e->addr + usable - PAGE))) {
@@ -300,8 +300,8 @@ static _Atomic bool move_unsupported;
 void *arena_realloc_large_moving(arena_t *a, extent_t *e, size_t new_usable) {
   tessera_assert(!opt_hardened && e->state == EXTENT_LARGE && new_usable > e->npages * PAGE);
   bool zeroed;
-  extent_t *f = large_extent(a, new_usable, PAGE, &zeroed);
-  if (unlikely(f == NULL) && arena_handle_oom(new_usable)) f = large_extent(a, new_usable, PAGE, &zeroed);
+  extent_t *f = large_extent(a, new_usable, PAGE, false, &zeroed);
+  if (unlikely(f == NULL) && arena_handle_oom(new_usable)) f = large_extent(a, new_usable, PAGE, false, &zeroed);
   if (f == NULL) return NULL;
   void *q = (void *)f->addr;
   size_t old = e->npages * PAGE;

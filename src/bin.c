@@ -36,7 +36,7 @@ extent_t *bin_slab_new(arena_t *a, unsigned c) {
     lock_release(&a->extent_lock);
     return slab;
   }
-  slab = extent_alloc(a, ci->slab_pages, 1, EXTENT_SLAB, c + 1, &zeroed);
+  slab = extent_alloc(a, ci->slab_pages, 1, EXTENT_SLAB, c + 1, false, &zeroed);
   purge_tick(a);
   lock_release(&a->extent_lock);
   if (slab == NULL) return NULL;

@@ -543,7 +543,7 @@ bool extent_dirty_fits(const arena_t *a, size_t npages) {
 }
 
 extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_state_t state,
-                       unsigned code, bool *zeroed) {
+                       unsigned code, bool want_zero, bool *zeroed) {
   lock_assert_held(&a->extent_lock);
   tessera_assert(npages >= 1 && align_pages >= 1 && (align_pages & (align_pages - 1)) == 0);
   size_t search = npages + (align_pages > 1 ? align_pages - 1 : 0);
@@ -570,7 +570,11 @@ extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_sta
                                                      : f->npages / DIRTY_MAX_FIT > search || search >= BIG_LARGE_PAGES);
   if (f == NULL) f = set_find(&a->muzzy, search);
   if (f == NULL && align_pages == 1) f = borrow_dirty(a, search);
-  if (f == NULL && state == EXTENT_LARGE && absorb_retained_neighbor(a, search)) f = set_find(&a->dirty, search);
+  /* Not for a block to be cleared: its released pages would be labelled dirty, and
+   * clearing them would fault them all (calloc of 64 MiB, freed and asked for again:
+   * 16k page faults a call instead of none). */
+  if (f == NULL && state == EXTENT_LARGE && !want_zero && absorb_retained_neighbor(a, search))
+    f = set_find(&a->dirty, search);
   if (f == NULL) f = set_find(&a->retained, search);
   if (f == NULL) {
     if (!grow(a, search)) return NULL;

@@ -59,11 +59,13 @@ bool extent_dirty_fits(const arena_t *a, size_t npages);
  * Takes npages pages aligned to align_pages pages (a power of two) and makes them an
  * active extent in state `state` (EXTENT_SLAB or EXTENT_LARGE), with page-map entries
  * carrying `code`: on every page for a slab, on the first and last page for a large
- * block. *zeroed tells whether the pages are known to read as zero. NULL if the OS
- * refuses memory.
+ * block. *zeroed tells whether the pages are known to read as zero. want_zero: the
+ * caller clears the pages unless they read as zero (calloc), so resident pages are not
+ * stretched over released ones (see absorb_retained_neighbor). NULL if the OS refuses
+ * memory.
  */
 extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_state_t state,
-                       unsigned code, bool *zeroed);
+                       unsigned code, bool want_zero, bool *zeroed);
 /* Returns an active extent's pages to the dirty set (coalescing), clearing its entries. */
 void extent_free(arena_t *a, extent_t *e);
 /* extent_free for a large block whose pages were moved away (os_move_pages): they read

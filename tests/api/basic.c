@@ -7,6 +7,7 @@
 #include "tt.h"
 
 #include <malloc.h>
+#include <stdbool.h>
 
 /* C23 functions that glibc 2.36 does not declare (and may not define: looked up at run
  * time so the same source also builds as a plain binary run under LD_PRELOAD). */
@@ -90,6 +91,46 @@ static void test_calloc_zeroes(void) {
   TT_CHECK(arr != NULL);
   for (size_t i = 0; i < 12345; i++) TT_CHECK(arr[i] == 0);
   free(arr);
+}
+
+/* Minor page faults of the process so far. */
+static long page_faults(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_minflt;
+}
+
+/* A big calloc after a big free: the block reads as zero however its pages were used
+ * before (some written, most never touched), and pages that were given back to the OS
+ * are not cleared again by writing them: a program that callocs a 64 MiB table, uses a
+ * page of it and frees it, in a loop, must not fault in 64 MiB a call. */
+static void test_calloc_big_reuse(void) {
+  const size_t big = (size_t)64 << 20, page = 4096;
+  unsigned char *m = malloc(big);
+  TT_CHECK(m != NULL);
+  memset(m, 0xAA, (size_t)4 << 20); /* the first 4 MiB written, the rest never touched */
+  m[big - 1] = 0xAA;
+  free(m);
+  unsigned char *c = calloc(1, big);
+  TT_CHECK(c != NULL);
+  for (size_t b = 0; b < ((size_t)4 << 20); b++) TT_CHECKF(c[b] == 0, "calloc(1, 64 MiB) byte %zu is %#x", b, c[b]);
+  for (size_t b = 0; b < big; b += page) TT_CHECKF(c[b] == 0 && c[b + page - 1] == 0, "calloc(1, 64 MiB) page at %zu not zero", b);
+  free(c);
+
+  const char *conf = getenv("TESSERA_CONF");
+  bool hardened = conf != NULL && strstr(conf, "hardened:true") != NULL; /* clears its blocks itself */
+  long before = page_faults();
+  for (int round = 0; round < 8; round++) {
+    unsigned char *t = calloc(1, big);
+    TT_CHECK(t != NULL);
+    TT_CHECK(t[big / 2] == 0 && t[(size_t)round * page] == 0);
+    t[(size_t)round * page] = 1;
+    free(t);
+  }
+  long faults = page_faults() - before;
+  if (!hardened)
+    TT_CHECKF(faults < 8 * 1024, "8 rounds of calloc(64 MiB), one page written, free: %ld page faults "
+              "(the pages were cleared by writing them)", faults);
 }
 
 static void test_usable_size(void) {
@@ -281,6 +322,7 @@ int main(void) {
   tt_require_tessera();
   test_zero_and_null();
   test_calloc_zeroes();
+  test_calloc_big_reuse();
   test_usable_size();
   test_sized_free();
   test_mallinfo2();

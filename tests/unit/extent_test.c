@@ -132,7 +132,7 @@ int main(void) {
       size_t align = (unit_rand() % 4 == 0) ? (size_t)1 << (unit_rand() % 7) : 1;
       bool slab = n <= 16 && unit_rand() % 2;
       bool zeroed;
-      extent_t *e = extent_alloc(arena, n, align, slab ? EXTENT_SLAB : EXTENT_LARGE, slab ? 5 : CODE_LARGE, &zeroed);
+      extent_t *e = extent_alloc(arena, n, align, slab ? EXTENT_SLAB : EXTENT_LARGE, slab ? 5 : CODE_LARGE, false, &zeroed);
       CHECK(e != NULL, "alloc %zu pages", n);
       CHECK(e->npages == n && e->addr % (align * PAGE) == 0, "size and alignment");
       if (zeroed) for (size_t p = 0; p < n; p++) CHECK(*(uint64_t *)(e->addr + p * PAGE) == 0, "zeroed page reads 0");
