@@ -24,6 +24,7 @@
 #include "hardened_bytes.h"
 #include "hardened_key.h"
 #include "init.h"
+#include "large_cache.h"
 #include "options.h"
 #include "pagemap.h"
 #include "prof_cache.h"
@@ -66,9 +67,19 @@ PROF_API_ENTRY void *alloc_sampled_in(arena_t *a, size_t usize, size_t align, bo
 PROF_API_ENTRY static void *alloc_sampled(size_t usize, size_t align, bool zero) {
   return alloc_sampled_in(NULL, usize, align, zero); }
 
+/* A block of usable bytes from the calling thread's cache of large blocks, or NULL. */
+static void *large_cached(tcache_t *tc, size_t usable) {
+  if (tc == NULL || usable > LARGE_CACHE_MAX) return NULL;
+  extent_t *e = large_cache_take(tc, usable);
+  return e != NULL ? (void *)e->addr : NULL;
+}
+
 PROF_API_ENTRY void *alloc_large(size_t size, size_t align, bool zero) {
   if (unlikely(opt_prof) && prof_alloc_due(large_usable_size(size))) return alloc_sampled(large_usable_size(size), align, zero);
-  void *p = arena_malloc_large(current_arena(tcache_get()), size, align, zero);
+  tcache_t *tc = tcache_get();
+  void *p = align <= PAGE ? large_cached(tc, large_usable_size(size)) : NULL;
+  if (p != NULL && zero) memset(p, 0, large_usable_size(size)); /* a used block */
+  if (p == NULL) p = arena_malloc_large(current_arena(tc), size, align, zero);
   if (p == NULL || !zero) return alloc_counted(p, large_usable_size(size));
   tls_thread.allocated += large_usable_size(size); /* zeroed (no key): never junk-filled */
   return p;
@@ -144,7 +155,10 @@ COLD_TEXT void *alloc_hardened(size_t n, size_t align, bool zero, const char *fu
 static void *alloc_any(size_t size) {
   tcache_t *tc = tcache_get();
   if (size <= LOOKUP_MAX) return alloc_cached_class(tc, size_to_class(size), size);
-  return alloc_counted(arena_malloc_large(current_arena(tc), size, PAGE, false), large_usable_size(size));
+  size_t usable = large_usable_size(size);
+  void *p = large_cached(tc, usable);
+  if (p == NULL) p = arena_malloc_large(current_arena(tc), size, PAGE, false);
+  return alloc_counted(p, usable);
 }
 
 /* prof:true and this allocation is its class's sampled one: a block of a sample slab

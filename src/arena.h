@@ -45,7 +45,7 @@ void arenas_note_nthreads(unsigned n);
 /* The automatic arena of the CPU the caller runs on. */
 arena_t *arena_for_cpu(void);
 
-/* Usable size of a large request (rounded to its class up to the cache limit, else to
+/* Usable size of a large request (rounded to its class up to tcache_large_max, else to
  * whole pages); 0 if the request is impossible. */
 size_t large_usable_size(size_t size);
 /* The index of a large usable size in the per-size counters (0 .. NLARGE_CLASSES-1). */

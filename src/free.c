@@ -30,6 +30,7 @@
 #include "hardened_key.h"
 #include "hardened_ring.h"
 #include "init.h"
+#include "large_cache.h"
 #include "options.h"
 #include "pagemap.h"
 #include "prof_hooks.h"
@@ -106,6 +107,7 @@ extent_t *free_lookup_block(const void *p, const char *func, unsigned *class_out
     return ext;
   }
   if (ext->state != EXTENT_LARGE || ext->addr != a) fatal_pointer(func, "invalid pointer", p);
+  if (__atomic_load_n(&ext->thread_cached, __ATOMIC_RELAXED)) fatal_pointer(func, freed, p); /* in a thread's cache */
   if (unlikely(opt_hardened)) {
     if (block_has_freed_key(p)) fatal_pointer(func, freed, p); /* in the quarantine */
     hardened_size(p, ext, CODE_LARGE, func);
@@ -141,7 +143,8 @@ static void free_block_now(extent_t *e, unsigned c, void *p) {
     arena_free_small(e, p);
   } else {
     tls_thread.deallocated += e->npages * PAGE;
-    arena_free_large(e->arena, e);
+    tcache_t *tc = tls_thread.tcache;
+    if (tc == &tcache_empty || !large_cache_put(tc, e)) arena_free_large(e->arena, e);
   }
 }
 

@@ -19,6 +19,7 @@ bool opt_tcache = true;
 bool opt_exact_classes = true;
 bool opt_free_map = true;
 size_t opt_tcache_max = TCACHE_MAX_LIMIT;
+size_t opt_tcache_large_max = LARGE_CACHE_MAX;
 unsigned opt_tcache_nslots_small_min = 20;
 unsigned opt_tcache_nslots_small_max = 200;
 unsigned opt_lg_tcache_nslots_mul = 1;
@@ -85,6 +86,9 @@ const option_def_t option_table[] = {
                 "under an RLIMIT_AS limit."),
     NUM_OPTION("tcache_max", OPTION_SIZE, opt_tcache_max, 0, TCACHE_MAX_LIMIT,
                "Largest block size kept in thread caches, in bytes."),
+    NUM_OPTION("tcache_large_max", OPTION_SIZE, opt_tcache_large_max, 0, LARGE_CACHE_MAX,
+               "Largest block above 32 KiB a thread keeps for reuse when it frees it, in bytes (a thread "
+               "holds at most 1 MiB of them; 0: none)."),
     NUM_OPTION("tcache_nslots_small_min", OPTION_UNSIGNED, opt_tcache_nslots_small_min, 1, 4096,
                "Fewest blocks a small-class thread-cache bin starts with (a bin starts with at most 16 KiB "
                "of blocks, and at least 4 blocks, whatever this says)."),

@@ -31,6 +31,7 @@ extern bool opt_tcache;
 extern bool opt_exact_classes; /* exact_class.h */
 extern bool opt_free_map;
 extern size_t opt_tcache_max;
+extern size_t opt_tcache_large_max;
 extern unsigned opt_tcache_nslots_small_min;
 extern unsigned opt_tcache_nslots_small_max;
 extern unsigned opt_lg_tcache_nslots_mul;

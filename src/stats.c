@@ -6,6 +6,7 @@
 #include "arena.h"
 #include "base.h"
 #include "free_map.h"
+#include "large_cache.h"
 #include "lock.h"
 #include "pagemap.h"
 #include "size_class.h"
@@ -89,6 +90,9 @@ static void add_tcache(const tcache_t *tc, void *arg) {
   arena_stats_t *as = ai < s->narenas ? s->arenas[ai] : NULL;
   s->ntcaches++;
   if (as != NULL) as->ntcaches++;
+  size_t large = large_cache_bytes(tc);
+  s->tcache_bytes += large;
+  if (as != NULL) as->tcache_bytes += large;
   for (unsigned c = 0; c < NCACHED_MAX; c++) {
     const cache_bin_t *b = &tc->bins[c + 1];
     unsigned count = cache_bin_count(b);

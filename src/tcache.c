@@ -10,6 +10,7 @@
 #include "free_map.h"
 #include "hardened.h"
 #include "hardened_key.h"
+#include "large_cache.h"
 #include "lock.h"
 #include "options.h"
 #include "os.h"
@@ -565,6 +566,7 @@ void tcache_free_slow(tcache_t *tc, unsigned c, void *p) {
 }
 
 void tcache_flush_all(tcache_t *tc) {
+  large_cache_flush(tc);
   for (unsigned c = 0; c < NCACHED_MAX; c++) {
     unsigned count = cache_bin_count(tcache_bin(tc, c));
     if (count > 0) flush_oldest(tc, c, count);

@@ -120,6 +120,8 @@ typedef struct extent {
   /* slab with sampled blocks: the pages (first, last, from the slab's start) whose
    * free-map entries the profiler cleared (prof_hooks.c; meaningful while sampled > 0) */
   uint8_t sampled_first, sampled_last;
+  /* large: freed into a thread's cache of large blocks (large_cache.h), not live */
+  uint8_t thread_cached;
   /* pairing-heap links (free-extent sets and a bin's non-full slabs; never both) */
   struct extent *heap_child;
   struct extent *heap_next;
@@ -278,6 +280,21 @@ typedef struct exact_vote {
   uint8_t hits, total;
 } exact_vote_t;
 
+/* ---- large_cache.h ---- */
+/* A thread's cache of freed large blocks: the large classes above SMALL_MAX up to
+ * LARGE_CACHE_MAX (four per doubling: 40 KiB .. 256 KiB), a few blocks of each. */
+#define LARGE_CACHE_MAX ((size_t)256 << 10)
+#define LARGE_CACHE_CLASSES 12
+#define LARGE_CACHE_SLOTS 8
+typedef struct large_cache {
+  size_t bytes;            /* held, every class (stats read it from other threads) */
+  uint32_t events;         /* takes and puts, which drive its GC */
+  uint8_t gc_class;        /* the class the GC looks at next */
+  uint8_t count[LARGE_CACHE_CLASSES];
+  uint8_t taken[LARGE_CACHE_CLASSES]; /* a block was taken since the GC's last look */
+  extent_t *slots[LARGE_CACHE_CLASSES][LARGE_CACHE_SLOTS]; /* oldest first */
+} large_cache_t;
+
 typedef struct tcache {
   /* Indexed by page-map code (class + 1), first in the struct: the free map stores a
    * bin's byte offset (code << 6) and bins[0], a dummy that never caches, is where every
@@ -313,6 +330,7 @@ typedef struct tcache {
    * and the one it grows into (NULL: the bin never grows). */
   void **home_empty[NCACHED_MAX + 1];
   void **grown_empty[NCACHED_MAX + 1];
+  large_cache_t large; /* last: a program without large blocks never touches it */
 } tcache_t;
 
 #endif /* TESSERA_TYPES_H */

@@ -71,7 +71,8 @@ static void check_survivors(void) {
   }
 }
 
-static void activity(void) { free(malloc(BLOCK)); } /* reaches the arena: runs decay */
+/* Reaches the arena, which runs decay (a block above what threads cache). */
+static void activity(void) { free(malloc(4 * MIB)); }
 
 #define NSMALLBLOCKS (48 * 1024)
 static void *small_blocks[NSMALLBLOCKS];

@@ -73,6 +73,15 @@ static void *freed_large(void) {
   free(p);
   return copy;
 }
+/* A freed block of 100 kB: it waits in the thread's cache of large blocks (hardened
+ * mode: in its quarantine), still an active extent for its arena. */
+static void *freed_cached_large(void) {
+  void *p = malloc(100000);
+  memset(p, 1, 4096);
+  void *copy = launder(p);
+  free(p);
+  return copy;
+}
 /* A large block that realloc moved elsewhere (its pages moved by the kernel, or copied):
  * the old pointer is a freed block. */
 static void *moved_by_realloc(void) {
@@ -303,6 +312,9 @@ static const misuse_case cases[] = {
     {"double_free_small", DOUBLE_FREE, freed_small, misuse_free, NULL},
     {"double_free_medium", DOUBLE_FREE, freed_medium, misuse_free, NULL},
     {"double_free_large", DOUBLE_FREE, freed_large, misuse_free, NULL},
+    {"double_free_cached_large", DOUBLE_FREE, freed_cached_large, misuse_free, NULL},
+    {"usable_size_freed_cached_large", USABLE_FREED, freed_cached_large, misuse_usable_size, NULL},
+    {"realloc_freed_cached_large", REALLOC_DOUBLE_FREE, freed_cached_large, misuse_realloc, NULL},
     {"double_free_moved_by_realloc", DOUBLE_FREE, moved_by_realloc, misuse_free, NULL},
     {"double_free_empty_slab", DOUBLE_FREE, freed_in_empty_slab, misuse_free, NULL},
     {"realloc_stack", REALLOC_INVALID, stack_pointer, misuse_realloc, NULL},

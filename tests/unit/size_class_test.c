@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "arena.h"
+#include "options.h"
 #include "size_class.h"
 #include "unit.h"
 
@@ -44,10 +45,17 @@ int main(void) {
     CHECK(c == 0 || class_to_size(c - 1) < s, "size %zu: class %u is the smallest", s, c);
     CHECK(c == size_to_class_compute(s), "table and formula agree at %zu", s);
   }
+  /* Large sizes: to their class up to the thread caches' limit for large blocks (a
+   * cached block serves every request of its class), to whole pages above it. */
   for (size_t s = TCACHE_MAX_LIMIT + 1; s <= ((size_t)1 << 20); s++) {
     size_t u = large_usable_size(s);
-    CHECK(u >= s && u - s < PAGE && u % PAGE == 0, "large size %zu -> %zu", s, u);
+    if (s <= opt_tcache_large_max)
+      CHECK(u == class_to_size(size_to_class_compute(s)) && u % PAGE == 0, "large size %zu -> %zu, its class", s, u);
+    else
+      CHECK(u >= s && u - s < PAGE && u % PAGE == 0, "large size %zu -> %zu", s, u);
   }
+  CHECK(large_usable_size(LARGE_CACHE_MAX) == LARGE_CACHE_MAX && large_usable_size(SMALL_MAX + 1) == 40960,
+        "the cached large classes");
   CHECK(large_usable_size(SIZE_MAX) == 0, "impossible size has no usable size");
   /* An exact class (exact_class.h) in the first slot: its slab as well shaped, its region
    * tests exact, its static parent kept, and the formula still the static classes'. */

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+#include "large_cache.h"
+
+#include "arena.h"
+#include "config.h"
+#include "options.h"
+#include "size_class.h"
+
+/* Takes and puts between two looks of the GC (at one class each). */
+#define LARGE_CACHE_GC_EVENTS 32
+
+/* The cache's class of a large usable size, or LARGE_CACHE_CLASSES when the size is not
+ * exactly a class it caches (a sampled block's extent, a block above the limit). */
+static unsigned class_of(size_t usable) {
+  if (usable <= SMALL_MAX || usable > opt_tcache_large_max) return LARGE_CACHE_CLASSES;
+  unsigned j = size_to_class_compute(usable) - NSMALL;
+  if (j >= LARGE_CACHE_CLASSES || class_to_size(NSMALL + j) != usable) return LARGE_CACHE_CLASSES;
+  return j;
+}
+
+/* Blocks class j may hold: half the cache's bytes in blocks of its size, 1 to
+ * LARGE_CACHE_SLOTS (8 of 40-64 KiB, 2 of 192-256 KiB). */
+static unsigned class_capacity(unsigned j) {
+  size_t n = LARGE_CACHE_BYTES / 2 / class_to_size(NSMALL + j);
+  return n < 1 ? 1 : n > LARGE_CACHE_SLOTS ? LARGE_CACHE_SLOTS : (unsigned)n;
+}
+
+static void add_bytes(large_cache_t *lc, size_t bytes, bool add) {
+  size_t now = lc->bytes;
+  __atomic_store_n(&lc->bytes, add ? now + bytes : now - bytes, __ATOMIC_RELAXED);
+}
+
+/* The oldest n blocks of class j back to their arenas. */
+static void flush_oldest(large_cache_t *lc, unsigned j, unsigned n) {
+  tessera_assert(n <= lc->count[j]);
+  for (unsigned i = 0; i < n; i++) {
+    extent_t *e = lc->slots[j][i];
+    add_bytes(lc, e->npages * PAGE, false);
+    __atomic_store_n(&e->thread_cached, 0, __ATOMIC_RELAXED);
+    arena_free_large(e->arena, e);
+  }
+  unsigned left = lc->count[j] - n;
+  for (unsigned i = 0; i < left; i++) lc->slots[j][i] = lc->slots[j][n + i];
+  lc->count[j] = (uint8_t)left;
+}
+
+/* Every LARGE_CACHE_GC_EVENTS takes and puts, one class: if nothing was taken from it
+ * since the last look, half of its blocks (the oldest) go back. */
+static void gc_tick(large_cache_t *lc) {
+  if (++lc->events % LARGE_CACHE_GC_EVENTS != 0) return;
+  unsigned j = lc->gc_class;
+  lc->gc_class = (uint8_t)((j + 1) % LARGE_CACHE_CLASSES);
+  if (lc->count[j] > 0 && !lc->taken[j]) flush_oldest(lc, j, (lc->count[j] + 1u) / 2u);
+  lc->taken[j] = 0;
+}
+
+extent_t *large_cache_take(tcache_t *tc, size_t usable) {
+  unsigned j = class_of(usable);
+  if (j == LARGE_CACHE_CLASSES) return NULL;
+  large_cache_t *lc = &tc->large;
+  gc_tick(lc);
+  if (lc->count[j] == 0) return NULL;
+  extent_t *e = lc->slots[j][--lc->count[j]];
+  lc->taken[j] = 1;
+  add_bytes(lc, usable, false);
+  __atomic_store_n(&e->thread_cached, 0, __ATOMIC_RELAXED);
+  tessera_assert(e->state == EXTENT_LARGE && e->npages * PAGE == usable && !e->sampled);
+  return e;
+}
+
+bool large_cache_put(tcache_t *tc, extent_t *e) {
+  tessera_assert(e->state == EXTENT_LARGE && !e->thread_cached);
+  if (opt_hardened || opt_junk || opt_zero || e->sampled) return false;
+  size_t usable = e->npages * PAGE;
+  unsigned j = class_of(usable);
+  if (j == LARGE_CACHE_CLASSES) return false;
+  large_cache_t *lc = &tc->large;
+  gc_tick(lc);
+  if (lc->count[j] >= class_capacity(j) || lc->bytes + usable > LARGE_CACHE_BYTES) return false;
+  __atomic_store_n(&e->thread_cached, 1, __ATOMIC_RELAXED);
+  lc->slots[j][lc->count[j]++] = e;
+  add_bytes(lc, usable, true);
+  return true;
+}
+
+void large_cache_flush(tcache_t *tc) {
+  large_cache_t *lc = &tc->large;
+  for (unsigned j = 0; j < LARGE_CACHE_CLASSES; j++)
+    if (lc->count[j] > 0) flush_oldest(lc, j, lc->count[j]);
+}
+
+size_t large_cache_bytes(const tcache_t *tc) { return __atomic_load_n(&tc->large.bytes, __ATOMIC_RELAXED); }

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The threads' caches of large blocks (src/large_cache.h), one case per process:
+ *   reuse    a freed 100 kB block serves the next request of its class, as the same
+ *            block; calloc clears a cached block; sized frees take the request's size
+ *   bounded  a thread holds at most 1 MiB of them, the rest reach their arena at once
+ *   exit     a thread's cached blocks go back to their arena when it exits
+ *   gc       a class nothing is taken from gives its blocks back while others are used
+ *   off      tcache_large_max:0 (the driver sets it): no block waits, sizes whole pages
+ */
+#include "tt.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <malloc.h>
+
+/* tessera_ctl and free_sized, found at run time (the test runs linked and preloaded). */
+static int tessera_ctl(const char *name, void *old, size_t *oldlen, void *new_value, size_t newlen) {
+  static int (*ctl)(const char *, void *, size_t *, void *, size_t);
+  if (ctl == NULL) ctl = (int (*)(const char *, void *, size_t *, void *, size_t))dlsym(RTLD_DEFAULT, "tessera_ctl");
+  TT_CHECK(ctl != NULL);
+  return ctl(name, old, oldlen, new_value, newlen);
+}
+static void sized_free(void *p, size_t size) {
+  static void (*fs)(void *, size_t);
+  if (fs == NULL) fs = (void (*)(void *, size_t))dlsym(RTLD_DEFAULT, "free_sized");
+  TT_CHECK(fs != NULL);
+  fs(p, size);
+}
+
+#define KIB ((size_t)1 << 10)
+
+static void refresh(void) {
+  uint64_t e = 1;
+  TT_CHECK(tessera_ctl("epoch", NULL, NULL, &e, sizeof(e)) == 0);
+}
+
+static size_t read_size(const char *fmt, unsigned j) {
+  char name[96];
+  snprintf(name, sizeof(name), fmt, j);
+  size_t v = 0, len = sizeof(v);
+  TT_CHECKF(tessera_ctl(name, &v, &len, NULL, 0) == 0, "read %s", name);
+  return v;
+}
+
+/* The large class counting blocks of usable size u: the first with size >= u. */
+static unsigned lextent_of(size_t u) {
+  unsigned n = 0;
+  size_t len = sizeof(n);
+  TT_CHECK(tessera_ctl("arenas.nlextents", &n, &len, NULL, 0) == 0);
+  for (unsigned j = 0; j < n; j++)
+    if (read_size("arenas.lextent.%u.size", j) >= u) return j;
+  return n - 1;
+}
+
+/* Blocks of usable size u that the arenas count as allocated (cached ones included). */
+static size_t arena_blocks(size_t u) {
+  refresh();
+  return read_size("stats.arenas.4096.lextents.%u.curlextents", lextent_of(u));
+}
+
+static void test_reuse(void) {
+  unsigned char *p = malloc(100000);
+  TT_CHECK(p != NULL);
+  size_t u = malloc_usable_size(p);
+  TT_CHECKF(u == 112 * KIB, "100000 bytes: usable %zu, want the 112 KiB class", u);
+  memset(p, 0xAA, u);
+  free(p);
+  unsigned char *q = malloc(110000); /* the same class */
+  TT_CHECKF(q == p, "the freed block serves the next request of its class: %p, then %p", (void *)p, (void *)q);
+  free(q);
+  unsigned char *z = calloc(1, 100000);
+  TT_CHECK(z == p);
+  for (size_t i = 0; i < 100000; i++) TT_CHECKF(z[i] == 0, "calloc of a cached block: byte %zu is %#x", i, z[i]);
+  sized_free(z, 100000);
+  void *r = malloc(100000);
+  TT_CHECK(r == p);
+  free(r);
+}
+
+static void test_bounded(void) {
+  enum { N = 40 };
+  void *blocks[N];
+  size_t before = arena_blocks(256 * KIB);
+  for (int i = 0; i < N; i++) blocks[i] = malloc(256 * KIB);
+  TT_CHECK(arena_blocks(256 * KIB) == before + N);
+  for (int i = 0; i < N; i++) free(blocks[i]);
+  size_t left = arena_blocks(256 * KIB) - before;
+  TT_CHECKF(left <= 4, "40 blocks of 256 KiB freed: %zu still wait in the thread's cache", left);
+  for (int i = 0; i < N; i++) blocks[i] = malloc(40 * KIB);
+  for (int i = 0; i < N; i++) free(blocks[i]);
+  refresh();
+  size_t cached = read_size("stats.arenas.%u.tcache_bytes", 4096);
+  TT_CHECKF(cached <= 2 * 1024 * KIB, "thread caches hold %zu bytes", cached);
+}
+
+static void *alloc_and_free_in_thread(void *arg) {
+  (void)arg;
+  void *blocks[10];
+  for (int i = 0; i < 10; i++) blocks[i] = malloc(64 * KIB);
+  for (int i = 0; i < 10; i++) free(blocks[i]);
+  return NULL;
+}
+
+static void test_exit(void) {
+  size_t before = arena_blocks(64 * KIB);
+  pthread_t t;
+  TT_CHECK(pthread_create(&t, NULL, alloc_and_free_in_thread, NULL) == 0);
+  TT_CHECK(pthread_join(t, NULL) == 0);
+  TT_CHECKF(arena_blocks(64 * KIB) == before, "an exited thread's cached blocks: %zu still allocated",
+            arena_blocks(64 * KIB) - before);
+}
+
+static void test_gc(void) {
+  void *blocks[8];
+  size_t before = arena_blocks(40 * KIB);
+  for (int i = 0; i < 8; i++) blocks[i] = malloc(40 * KIB);
+  for (int i = 0; i < 8; i++) free(blocks[i]);
+  TT_CHECKF(arena_blocks(40 * KIB) > before, "the 40 KiB blocks should wait in the cache first");
+  for (int i = 0; i < 5000; i++) free(malloc(64 * KIB)); /* another class, busy */
+  TT_CHECKF(arena_blocks(40 * KIB) == before, "an idle class's blocks: %zu still cached",
+            arena_blocks(40 * KIB) - before);
+}
+
+static void test_off(void) {
+  void *p = malloc(33000);
+  TT_CHECK(p != NULL);
+  TT_CHECKF(malloc_usable_size(p) == 36 * KIB, "tcache_large_max:0: 33000 bytes take %zu", malloc_usable_size(p));
+  size_t before = arena_blocks(36 * KIB);
+  free(p);
+  TT_CHECKF(arena_blocks(36 * KIB) == before - 1, "tcache_large_max:0: a freed block waits nowhere");
+}
+
+int main(int argc, char **argv) {
+  tt_require_tessera();
+  TT_CHECKF(argc == 2, "usage: large_cache reuse|bounded|exit|gc|off");
+  if (strcmp(argv[1], "reuse") == 0) test_reuse();
+  else if (strcmp(argv[1], "bounded") == 0) test_bounded();
+  else if (strcmp(argv[1], "exit") == 0) test_exit();
+  else if (strcmp(argv[1], "gc") == 0) test_gc();
+  else if (strcmp(argv[1], "off") == 0) test_off();
+  else TT_CHECKF(0, "unknown case %s", argv[1]);
+  printf("large_cache %s: ok\n", argv[1]);
+  return 0;
+}
