@@ -213,7 +213,7 @@ size_t large_usable_size(size_t size) {
   /* To the class up to the large cache's limit: a cached block serves every request of
    * its class (large_cache.h). Not in hardened mode, which caches none and puts its guard
    * page right after the pages the request needs. */
-  if (size <= opt_tcache_large_max && !opt_hardened) return class_to_size(size_to_class_compute(size));
+  if (size <= opt_tcache_large_max && !opt_hardened) return large_class_round(size);
   if (size > (size_t)PTRDIFF_MAX - PAGE) return 0;
   return (size + PAGE_MASK) & ~PAGE_MASK;
 }

@@ -9,19 +9,22 @@
 /* Takes and puts between two looks of the GC (at one class each). */
 #define LARGE_CACHE_GC_EVENTS 32
 
-/* The cache's class of a large usable size, or LARGE_CACHE_CLASSES when the size is not
- * exactly a class it caches (a sampled block's extent, a block above the limit). */
+/* The cache's class of a large usable size (2^k + i * 2^(k-2), i = 1..4, from 40 KiB:
+ * class 0), or LARGE_CACHE_CLASSES when the size is not exactly a class it caches (a
+ * sampled block's extent, a block above the limit). */
 static unsigned class_of(size_t usable) {
-  if (usable <= SMALL_MAX || usable > opt_tcache_large_max) return LARGE_CACHE_CLASSES;
-  unsigned j = size_to_class_compute(usable) - NSMALL;
-  if (j >= LARGE_CACHE_CLASSES || class_to_size(NSMALL + j) != usable) return LARGE_CACHE_CLASSES;
+  if (usable <= SMALL_MAX || usable > opt_tcache_large_max || large_class_round(usable) != usable)
+    return LARGE_CACHE_CLASSES;
+  unsigned lg = 63u - (unsigned)__builtin_clzll((unsigned long long)(usable - 1));
+  unsigned j = (lg - 15u) * 4u + (unsigned)(usable >> (lg - 2)) - 5u;
+  tessera_assert(j < LARGE_CACHE_CLASSES && class_to_size(NSMALL + j) == usable);
   return j;
 }
 
-/* Blocks class j may hold: half the cache's bytes in blocks of its size, 1 to
- * LARGE_CACHE_SLOTS (8 of 40-64 KiB, 2 of 192-256 KiB). */
-static unsigned class_capacity(unsigned j) {
-  size_t n = LARGE_CACHE_BYTES / 2 / class_to_size(NSMALL + j);
+/* Blocks a class of `usable` bytes may hold: half the cache's bytes in blocks of its
+ * size, 1 to LARGE_CACHE_SLOTS (8 of 40-64 KiB, 2 of 192-256 KiB). */
+static unsigned class_capacity(size_t usable) {
+  size_t n = LARGE_CACHE_BYTES / 2 / usable;
   return n < 1 ? 1 : n > LARGE_CACHE_SLOTS ? LARGE_CACHE_SLOTS : (unsigned)n;
 }
 
@@ -76,7 +79,7 @@ bool large_cache_put(tcache_t *tc, extent_t *e) {
   if (j == LARGE_CACHE_CLASSES) return false;
   large_cache_t *lc = &tc->large;
   gc_tick(lc);
-  if (lc->count[j] >= class_capacity(j) || lc->bytes + usable > LARGE_CACHE_BYTES) return false;
+  if (lc->count[j] >= class_capacity(usable) || lc->bytes + usable > LARGE_CACHE_BYTES) return false;
   __atomic_store_n(&e->thread_cached, 1, __ATOMIC_RELAXED);
   lc->slots[j][lc->count[j]++] = e;
   add_bytes(lc, usable, true);

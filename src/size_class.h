@@ -53,6 +53,15 @@ static inline bool class_made(unsigned c) {
   return c < NSTATIC_SMALL || c - NSTATIC_SMALL < atomic_load_explicit(&size_class_nexact, memory_order_acquire);
 }
 
+/* The static class size of a size above SMALL_MAX (large classes are four per doubling:
+ * 2^k + i * 2^(k-2), i = 1..4), without the table or the general formula: realloc asks
+ * for it at every step of a string growing a byte at a time. */
+static inline size_t large_class_round(size_t size) {
+  unsigned lg = 63u - (unsigned)__builtin_clzll((unsigned long long)(size - 1)); /* 2^lg < size <= 2^(lg+1) */
+  size_t step = (size_t)1 << (lg - 2);
+  return (size + step - 1) & ~(step - 1);
+}
+
 /* Derives the table; applies the slab_sizes option (options.h) to the small classes'
  * slabs. Called once the options are read, before anything is allocated. */
 void size_class_init(void);
