@@ -6,6 +6,7 @@
 #include "options.h"
 #include "pagemap.h"
 #include "size_class.h"
+#include "thread.h"
 
 /* Takes and puts between two looks of the GC (at one class each). */
 #define LARGE_CACHE_GC_EVENTS 32
@@ -60,7 +61,7 @@ static void gc_tick(large_cache_t *lc) {
 
 extent_t *large_cache_take(tcache_t *tc, size_t usable) {
   unsigned j = class_of(usable);
-  if (j == LARGE_CACHE_CLASSES) return NULL;
+  if (j == LARGE_CACHE_CLASSES || tls_thread.realloc_copying) return NULL;
   large_cache_t *lc = &tc->large;
   gc_tick(lc);
   if (lc->count[j] == 0) return NULL;
@@ -94,7 +95,7 @@ bool large_cache_put(tcache_t *tc, extent_t *e) {
   if (opt_hardened || opt_junk || opt_zero || e->sampled) return false;
   size_t usable = e->npages * PAGE;
   unsigned j = class_of(usable);
-  if (j == LARGE_CACHE_CLASSES) return false;
+  if (j == LARGE_CACHE_CLASSES || tls_thread.realloc_copying) return false;
   large_cache_t *lc = &tc->large;
   gc_tick(lc);
   if (next_to_free_pages(e)) return false;

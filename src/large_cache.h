@@ -12,6 +12,11 @@
  * half of what a class holds when nothing was taken from it since its last look, and
  * the thread's exit (or a flush of its cache) gives back everything.
  *
+ * realloc's copies skip the cache (thread_state_t.realloc_copying): a block that grows
+ * by realloc belongs where its arena places it, with room above it to grow in place,
+ * and the blocks it leaves behind next to the free memory they merge with (a program
+ * growing vectors by doubling: 161 -> 153 MB peak RSS, 64k -> 51k page faults).
+ *
  * A cached block is marked (extent_t.thread_cached), so that a second free of it, or a
  * use through realloc or malloc_usable_size, is still diagnosed (free.c).
  */

@@ -170,11 +170,15 @@ NOINLINE PROF_API_ENTRY static void *realloc_block(void *p, size_t size) {
         moving_not_sampled(new_usable))
       return realloc_moving(e, old_usable, new_usable);
   }
+  /* A copy: neither block goes through the thread's cache of large blocks. */
+  tls_thread.realloc_copying = true;
   void *q = tessera_malloc_internal(size);
-  if (q == NULL) return NULL; /* errno is ENOMEM; p is untouched */
-  memcpy(q, p, size < old_usable ? size : old_usable);
-  tessera_free_internal(p);
-  return q;
+  if (q != NULL) {
+    memcpy(q, p, size < old_usable ? size : old_usable);
+    tessera_free_internal(p);
+  }
+  tls_thread.realloc_copying = false;
+  return q; /* NULL: errno is ENOMEM; p is untouched */
 }
 
 /* realloc: the default entry. realloc(NULL, n) is a malloc, and the only call of

@@ -40,6 +40,8 @@ typedef struct thread_state {
   uint64_t lock_wait_ns; /* time this thread waited on allocator locks (lock.c adds) */
   arena_t *exclusive_arena; /* the arena arena_exclusive gave it, or NULL */
   uint8_t name_checks;      /* arena_exclusive: name checks after the arena choice */
+  bool realloc_copying;     /* realloc's new block and its free of the old one: they skip
+                               the cache of large blocks (large_cache.h) */
   struct thread_state *stats_next, *stats_prev; /* the registry (thread_stats.c) */
   prof_thread_t prof; /* prof:true: the heap profiler's byte countdown (prof_hooks.c) */
 } thread_state_t;
