@@ -568,6 +568,44 @@ static bool absorb_retained_neighbor(arena_t *a, size_t npages) {
 #define GATHER_SCAN 32
 static _Atomic bool gather_unsupported;
 
+
+/*
+ * Each move leaves the moved pages a kernel mapping of their own (they never merge with
+ * their new neighbours), and the kernel allows a process 65,530 mappings (each costs
+ * fork and the kernel's lookups a little): a program cycling 20 blocks of 5-25 MiB
+ * gained one per step. So gathering pauses while the process has more than
+ * GATHER_MAX_MAPPINGS (or they cannot be counted). Counting reads /proc/self/maps, so it
+ * happens only when an estimate (the last count, plus two for each move since) passes
+ * the bound, at most every GATHER_COUNT_SPACING moves; while paused, once every
+ * GATHER_PAUSED_RECOUNT large requests that could have gathered (the program may have
+ * unmapped memory meanwhile).
+ */
+#define GATHER_MAX_MAPPINGS 4096
+#define GATHER_COUNT_SPACING 64
+#define GATHER_PAUSED_RECOUNT 1024
+static _Atomic size_t gather_mappings_estimate;
+static _Atomic unsigned gather_events_since_count;
+static _Atomic bool gather_paused;
+
+COLD_TEXT static void gather_count_mappings(void) {
+  size_t n = os_count_mappings();
+  atomic_store_explicit(&gather_mappings_estimate, n, memory_order_relaxed);
+  atomic_store_explicit(&gather_events_since_count, 0, memory_order_relaxed);
+  atomic_store_explicit(&gather_paused, n == 0 || n > GATHER_MAX_MAPPINGS, memory_order_relaxed);
+}
+
+static void gather_note_move(void) {
+  size_t estimate = atomic_fetch_add_explicit(&gather_mappings_estimate, 2, memory_order_relaxed) + 2;
+  unsigned since = atomic_fetch_add_explicit(&gather_events_since_count, 1, memory_order_relaxed) + 1;
+  if (estimate > GATHER_MAX_MAPPINGS && since >= GATHER_COUNT_SPACING) gather_count_mappings();
+}
+
+/* Gathering is paused: a large request that could have gathered. */
+static void gather_note_paused_request(void) {
+  if (atomic_fetch_add_explicit(&gather_events_since_count, 1, memory_order_relaxed) + 1 >= GATHER_PAUSED_RECOUNT)
+    gather_count_mappings();
+}
+
 /* The top `pages` pages of dirty extent d (all of it if it has no more), out of the
  * dirty set; NULL if a record for the split is refused (d is left as it was). */
 COLD_TEXT static extent_t *take_dirty_top(arena_t *a, extent_t *d, size_t pages) {
@@ -599,6 +637,7 @@ COLD_TEXT static bool gather_piece(arena_t *a, extent_t *d, size_t pages, uintpt
   /* Not counted as released by decay (retained_released_pages): taken again, they
    * would grow the dirty cap's slack for refaults that decay never caused. */
   a->gathered_pages += pages;
+  gather_note_move();
   insert_free(a, piece, EXTENT_RETAINED);
   return true;
 }
@@ -622,12 +661,16 @@ COLD_TEXT static size_t gather_dirty(arena_t *a, const extent_t *block, size_t g
 }
 
 /* Whether a block taking released or fresh pages would gather npages resident ones. */
-static bool gather_possible(const arena_t *a, size_t npages) {
-  return npages >= GATHER_MIN_PAGES && !opt_hardened && a->dirty.npages >= GATHER_PIECE_MIN_PAGES &&
-         !atomic_load_explicit(&gather_unsupported, memory_order_relaxed);
+static bool gather_possible(arena_t *a, size_t npages) {
+  if (npages < GATHER_MIN_PAGES || opt_hardened || a->dirty.npages < GATHER_PIECE_MIN_PAGES ||
+      atomic_load_explicit(&gather_unsupported, memory_order_relaxed))
+    return false;
+  if (!atomic_load_explicit(&gather_paused, memory_order_relaxed)) return true;
+  gather_note_paused_request();
+  return false;
 }
 
-static bool gather_wanted(const arena_t *a, unsigned from, size_t npages) {
+static bool gather_wanted(arena_t *a, unsigned from, size_t npages) {
   return from == EXTENT_RETAINED && gather_possible(a, npages);
 }
 
