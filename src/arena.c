@@ -239,10 +239,14 @@ bool arena_handle_oom(size_t request) {
   return unmapped > 0 || notified;
 }
 
-static extent_t *large_extent(arena_t *a, size_t usable, size_t align, bool want_zero, bool *zeroed) {
+/* A large extent; see extent_alloc_gathering for gather_at, want_zero, *zeroed and
+ * *gathered. */
+static extent_t *large_extent(arena_t *a, size_t usable, size_t align, size_t gather_at, bool want_zero, bool *zeroed,
+                              size_t *gathered) {
   lock_acquire(&a->extent_lock);
   stash_make_room(a, STASH_LARGE, usable / PAGE);
-  extent_t *e = extent_alloc(a, usable / PAGE, align / PAGE, EXTENT_LARGE, large_code(usable), want_zero, zeroed);
+  extent_t *e = extent_alloc_gathering(a, usable / PAGE, align / PAGE, large_code(usable), gather_at, want_zero, zeroed,
+                                       gathered);
   if (e != NULL) {
     a->large_allocated += usable;
     a->nmalloc_large++;
@@ -266,10 +270,13 @@ void *arena_malloc_large(arena_t *a, size_t size, size_t align, bool zero) {
   bool guarded = hardened_has_guard(usable);
   if (unlikely(guarded)) usable += PAGE;
   bool zeroed;
-  extent_t *e = large_extent(a, usable, align, zero, &zeroed);
-  if (unlikely(e == NULL) && arena_handle_oom(usable)) e = large_extent(a, usable, align, zero, &zeroed);
+  size_t gathered;
+  extent_t *e = large_extent(a, usable, align, 0, zero, &zeroed, &gathered);
+  if (unlikely(e == NULL) && arena_handle_oom(usable)) e = large_extent(a, usable, align, 0, zero, &zeroed, &gathered);
   if (e == NULL) return NULL;
-  if (zero && !zeroed) memset((void *)e->addr, 0, usable);
+  /* Only the pages that hold old data: the others read as zero (calloc of a big block
+   * must not touch pages the program may never use). */
+  if (zero) memset((void *)e->addr, 0, zeroed ? gathered * PAGE : usable);
   if (unlikely(guarded) && !hardened_guard((void *)(e->addr + usable - PAGE))) {
     arena_free_large_unguarded(a, e, false); /* the kernel refused (too many mappings): out of memory */
     return NULL;
@@ -304,11 +311,12 @@ static _Atomic bool move_unsupported;
 void *arena_realloc_large_moving(arena_t *a, extent_t *e, size_t new_usable) {
   tessera_assert(!opt_hardened && e->state == EXTENT_LARGE && new_usable > e->npages * PAGE);
   bool zeroed;
-  extent_t *f = large_extent(a, new_usable, PAGE, false, &zeroed);
-  if (unlikely(f == NULL) && arena_handle_oom(new_usable)) f = large_extent(a, new_usable, PAGE, false, &zeroed);
+  size_t gathered, old = e->npages * PAGE;
+  /* Resident free pages gathered above the old block's pages (they move below them). */
+  extent_t *f = large_extent(a, new_usable, PAGE, e->npages, false, &zeroed, &gathered);
+  if (unlikely(f == NULL) && arena_handle_oom(new_usable)) f = large_extent(a, new_usable, PAGE, e->npages, false, &zeroed, &gathered);
   if (f == NULL) return NULL;
   void *q = (void *)f->addr;
-  size_t old = e->npages * PAGE;
   /* Only onto pages that are not resident: the move would throw resident free pages away
    * (the kernel unmaps the destination), to be faulted in again by whatever takes the
    * old block's pages next; onto resident ones a copy faults nothing. */

@@ -474,6 +474,7 @@ static const ctl_node_t stats_arena_nodes[] = {
     ASTAT("muzzy_purged", CTL_U64, lazy_freed),
     ASTAT("muzzy_reused", CTL_U64, reused_muzzy),
     ASTAT("released_reused", CTL_U64, reused_released),
+    ASTAT("gathered", CTL_U64, gathered),
     ASTAT("tcache_bytes", CTL_SIZE, tcache_bytes),
     NAMED("small", stats_small_nodes),
     NAMED("large", stats_large_nodes),

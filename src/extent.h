@@ -66,6 +66,14 @@ bool extent_dirty_fits(const arena_t *a, size_t npages);
  */
 extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_state_t state,
                        unsigned code, bool want_zero, bool *zeroed);
+/*
+ * extent_alloc for a large block that gathers resident free pages: when the block's
+ * pages come from released or fresh ones (*zeroed), resident free extents are moved
+ * under it by the kernel (no copy, no page fault) from page gather_at on; *gathered
+ * pages from there hold old data, the others read as zero.
+ */
+extent_t *extent_alloc_gathering(arena_t *a, size_t npages, size_t align_pages, unsigned code, size_t gather_at,
+                                 bool want_zero, bool *zeroed, size_t *gathered);
 /* Returns an active extent's pages to the dirty set (coalescing), clearing its entries. */
 void extent_free(arena_t *a, extent_t *e);
 /* extent_free for a large block whose pages were moved away (os_move_pages): they read

@@ -68,6 +68,21 @@ bool os_pages_resident(void *addr, size_t size, unsigned char *vec) {
   return ok;
 }
 
+size_t os_count_mappings(void) {
+  int saved = errno;
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  size_t lines = 0;
+  if (fd >= 0) {
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof(buf))) > 0)
+      for (ssize_t i = 0; i < n; i++) lines += buf[i] == '\n';
+    close(fd);
+  }
+  errno = saved;
+  return lines;
+}
+
 /* mremap's flag (Linux 5.7) for headers that predate it. */
 #ifndef MREMAP_DONTUNMAP
 #define MREMAP_DONTUNMAP 4

@@ -34,6 +34,8 @@ bool os_lazy_free_pages(void *addr, size_t size);
  * (mincore: a page never touched is not; the other bits are reserved). Returns false if
  * the kernel refused. */
 bool os_pages_resident(void *addr, size_t size, unsigned char *vec);
+/* The process's memory mappings (lines of /proc/self/maps); 0 if unreadable. */
+size_t os_count_mappings(void);
 /* Makes a range (page aligned) inaccessible (PROT_NONE), or readable and writable
  * again. Returns false if the kernel refused (too many mappings). */
 bool os_protect(void *addr, size_t size, bool accessible);

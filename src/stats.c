@@ -54,6 +54,7 @@ static void read_extents(arena_t *a, arena_stats_t *s) {
   s->lazy_freed = a->lazy_freed_pages;
   s->reused_muzzy = a->reused_muzzy_pages;
   s->reused_released = a->reused_released_pages;
+  s->gathered = a->gathered_pages;
   lock_release(&a->extent_lock);
   read_lock(&a->extent_lock, &s->extent_lock);
 }
@@ -140,6 +141,7 @@ static void merge_arena(arena_stats_t *m, const arena_stats_t *s) {
   m->lazy_freed += s->lazy_freed;
   m->reused_muzzy += s->reused_muzzy;
   m->reused_released += s->reused_released;
+  m->gathered += s->gathered;
   add_lock(&m->extent_lock, &s->extent_lock);
   for (unsigned c = 0; c < NSMALL; c++) {
     bin_stats_t *to = &m->bins[c];

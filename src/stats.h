@@ -44,6 +44,7 @@ typedef struct arena_stats {
   uint64_t large_nmalloc, large_ndalloc;
   uint64_t npurge, nmadvise, purged, lazy_freed; /* purge passes, madvise calls, pages */
   uint64_t reused_muzzy, reused_released; /* pages taken back into use after a purge */
+  uint64_t gathered; /* resident free pages moved under new large blocks */
   stats_lock_t extent_lock;
   bin_stats_t bins[NSMALL];
   lextent_stats_t lextents[NLARGE_CLASSES]; /* per large size class */

@@ -70,6 +70,7 @@ static void j_purge(emitter_t *e, const arena_stats_t *s) {
   j_u64(e, "lazy_freed", s->lazy_freed);
   j_u64(e, "reused_muzzy", s->reused_muzzy);
   j_u64(e, "reused_released", s->reused_released);
+  j_u64(e, "gathered", s->gathered);
   j_close(e, '}');
   j_u64(e, "refaulted", s->reused_muzzy + s->reused_released);
 }
@@ -295,10 +296,10 @@ static void t_arena(emitter_t *e, const char *title, const arena_stats_t *s, con
   emit(e, "%s: threads %u, thread caches %u holding %zu bytes\n", title, s->nthreads, s->ntcaches, s->tcache_bytes);
   emit(e, "  pages: active %zu, dirty %zu, muzzy %zu, retained %zu; mapped %zu bytes\n", s->pactive, s->pdirty,
        s->pmuzzy, s->pretained, s->mapped);
-  emit(e, "  purging: passes %llu, madvise calls %llu, pages released %llu, lazily freed %llu; reused after purge: %llu lazily freed, %llu released\n",
+  emit(e, "  purging: passes %llu, madvise calls %llu, pages released %llu, lazily freed %llu; reused after purge: %llu lazily freed, %llu released; gathered under new blocks %llu\n",
        (unsigned long long)s->npurge, (unsigned long long)s->nmadvise, (unsigned long long)s->purged,
        (unsigned long long)s->lazy_freed, (unsigned long long)s->reused_muzzy,
-       (unsigned long long)s->reused_released);
+       (unsigned long long)s->reused_released, (unsigned long long)s->gathered);
   emit(e, "  small: allocated %zu, nmalloc %llu, ndalloc %llu, nrequests %llu\n", s->small_allocated,
        (unsigned long long)s->small_nmalloc, (unsigned long long)s->small_ndalloc,
        (unsigned long long)s->small_nrequests);

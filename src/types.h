@@ -214,6 +214,7 @@ typedef struct arena {
    * muzzy set, and released pages from the retained set (extent.c). */
   uint64_t reused_muzzy_pages;
   uint64_t reused_released_pages;
+  uint64_t gathered_pages; /* dirty pages moved under new large blocks (extent.c) */
   size_t retained_released_pages; /* of the retained set, pages released by purging (the
                                      rest are fresh mappings, never touched) */
   /* Released pages the program needed again soon (taken back from the retained set),

@@ -7,8 +7,11 @@
  *   curve       dirty_decay_ms:1000: after 1.5 s of idleness plus one allocation, released
  *   background  background_thread:true: released while the program sleeps, no activity
  *   fork        background_thread:true survives fork: the child allocates and exits 0
- *   absorb      a freed block next to released pages: a bigger request reuses its resident
- *               pages and faults only the pages it lacks (not a whole released extent)
+ *   absorb      a freed block next to released pages: a bigger request (below 1 MiB)
+ *               reuses its resident pages and faults only the pages it lacks (not a whole
+ *               released extent)
+ *   gather      freed blocks between live ones, none big enough: a bigger request (calloc)
+ *               gets their resident pages moved under it: no new RSS, zeroed contents
  * trim, immediate and curve then do the same with 48 MiB of 1 KiB blocks, all freed: their
  * empty slabs wait in the arena's slab stash, which must count as dirty and go back the
  * same way.
@@ -103,10 +106,11 @@ static void purge_all(void) {
   TT_CHECKF(tessera_ctl("arena.4096.purge", NULL, NULL, NULL, 0) == 0, "arena.4096.purge");
 }
 
-/* Two adjacent 8 MiB blocks; the first freed and released, the second freed (resident):
- * a 12 MiB request takes the second's pages and 4 MiB of the first's. */
+/* Two adjacent 512 KiB blocks; the first freed and released, the second freed (resident):
+ * a 768 KiB request takes the second's pages and 256 KiB of the first's. (From 1 MiB on,
+ * a request gathers resident pages instead: scenario_gather.) */
 static void scenario_absorb(void) {
-  const size_t eight = 8 * MIB, twelve = 12 * MIB;
+  const size_t eight = MIB / 2, twelve = 3 * MIB / 4;
   purge_all();
   char *low = malloc(eight), *high = malloc(eight), *guard = malloc(eight);
   TT_CHECKF(low != NULL && high != NULL && guard != NULL, "malloc");
@@ -121,16 +125,60 @@ static void scenario_absorb(void) {
   TT_CHECKF(q != NULL, "malloc");
   memset(q, 3, twelve);
   size_t grew = rss_bytes() - before;
-  printf("absorb: 12 MiB block at %+td MiB from the freed resident block, RSS grew %zu MiB\n",
-         (q - high) / (ptrdiff_t)MIB, grew / MIB);
+  printf("absorb: 768 KiB block at %+td KiB from the freed resident block, RSS grew %zu KiB\n",
+         (q - high) / 1024, grew / 1024);
   TT_CHECKF(q < high + eight && q + twelve > high, "the request reuses the freed block's pages");
-  TT_CHECKF(grew <= 6 * MIB, "only the missing pages are faulted: RSS grew %zu MiB", grew / MIB);
+  TT_CHECKF(grew <= 384 * 1024, "only the missing pages are faulted: RSS grew %zu KiB", grew / 1024);
   free(q);
   free(guard);
 }
 
+static uint64_t stats_gathered(void) {
+  uint64_t epoch = 1, gathered;
+  size_t len = sizeof(gathered);
+  TT_CHECKF(tessera_ctl("epoch", NULL, NULL, &epoch, sizeof(epoch)) == 0, "epoch");
+  TT_CHECKF(tessera_ctl("stats.arenas.4096.gathered", &gathered, &len, NULL, 0) == 0, "stats.arenas.4096.gathered");
+  return gathered;
+}
+
+/* Four 2 MiB blocks written, each between two live ones, then freed: no free extent
+ * holds 8 MiB, so an 8 MiB calloc takes fresh pages and the four resident pieces move
+ * under it. It reads as zero, and writing it all grows RSS by less than one piece. */
+#define GATHER_PIECES 4
+static void scenario_gather(void) {
+  const size_t piece = 2 * MIB;
+  purge_all();
+  char *freed[GATHER_PIECES], *kept[GATHER_PIECES];
+  for (int i = 0; i < GATHER_PIECES; i++) {
+    freed[i] = malloc(piece);
+    kept[i] = malloc(piece);
+    TT_CHECKF(freed[i] != NULL && kept[i] != NULL, "malloc");
+    memset(freed[i], 0x5a, piece);
+    memset(kept[i], 0x33, piece);
+  }
+  for (int i = 0; i < GATHER_PIECES; i++) free(freed[i]);
+  uint64_t gathered_before = stats_gathered();
+  size_t before = rss_bytes();
+  unsigned char *q = calloc(1, GATHER_PIECES * piece);
+  TT_CHECKF(q != NULL, "calloc");
+  size_t nonzero = 0;
+  for (size_t i = 0; i < GATHER_PIECES * piece; i++) nonzero += q[i] != 0;
+  TT_CHECKF(nonzero == 0, "calloc's block holds %zu nonzero bytes", nonzero);
+  memset(q, 1, GATHER_PIECES * piece);
+  size_t grew = rss_bytes() - before;
+  uint64_t gathered = stats_gathered() - gathered_before;
+  printf("gather: 8 MiB block, %llu pages gathered, RSS grew %zu KiB\n", (unsigned long long)gathered, grew / 1024);
+  TT_CHECKF(gathered >= 3 * piece / 4096, "the freed pieces are gathered: %llu pages", (unsigned long long)gathered);
+  TT_CHECKF(grew <= piece, "RSS grew %zu KiB", grew / 1024);
+  for (int i = 0; i < GATHER_PIECES; i++) {
+    TT_CHECKF(kept[i][0] == 0x33 && kept[i][piece - 1] == 0x33, "live block %d intact", i);
+    free(kept[i]);
+  }
+  free(q);
+}
+
 int main(int argc, char **argv) {
-  TT_CHECKF(argc == 2, "usage: decay_test trim|immediate|never|curve|background|fork|absorb");
+  TT_CHECKF(argc == 2, "usage: decay_test trim|immediate|never|curve|background|fork|absorb|gather");
   TT_CHECKF(strcmp(tessera_version(), "") != 0, "not running on tessera");
   const char *mode = argv[1];
   size_t base = rss_bytes();
@@ -180,6 +228,8 @@ int main(int argc, char **argv) {
     }
   } else if (strcmp(mode, "absorb") == 0) {
     scenario_absorb();
+  } else if (strcmp(mode, "gather") == 0) {
+    scenario_gather();
   } else {
     TT_CHECKF(0, "unknown mode %s", mode);
   }
