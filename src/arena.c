@@ -261,6 +261,48 @@ static extent_t *large_extent(arena_t *a, size_t usable, size_t align, size_t ga
 
 static void arena_free_large_unguarded(arena_t *a, extent_t *e, bool moved);
 
+/*
+ * Zeroes a big block's pages that may hold old data (calloc). Free pages count as
+ * resident, but a freed block's pages that the program never wrote are not: clearing
+ * them by writing would fault them all in (a program that callocs 64 MiB, writes a page
+ * and frees it, in a loop: 16k page faults and 64 MiB resident a call). From
+ * CLEAR_CHECK_MIN bytes on, the kernel says which pages are resident (mincore): those
+ * are written, the others given back (MADV_DONTNEED), after which they read as zero
+ * when first touched. Either way a page ends up zero, whatever happens to it in between
+ * (a page swapped out meanwhile is faulted back and written; one swapped in is dropped),
+ * so a page out in swap, which mincore reports as not resident, is right too.
+ */
+#define CLEAR_CHECK_MIN ((size_t)256 << 10)
+#define CLEAR_CHUNK_PAGES 256
+static void clear_run(char *p, size_t bytes, bool resident) {
+  if (!resident && os_release_pages(p, bytes)) return;
+  memset(p, 0, bytes);
+}
+
+static void clear_pages(void *addr, size_t bytes) {
+  if (bytes < CLEAR_CHECK_MIN) {
+    memset(addr, 0, bytes);
+    return;
+  }
+  unsigned char vec[CLEAR_CHUNK_PAGES];
+  for (char *p = addr, *end = p + bytes; p < end;) {
+    size_t n = (size_t)(end - p) / PAGE < CLEAR_CHUNK_PAGES ? (size_t)(end - p) / PAGE : CLEAR_CHUNK_PAGES;
+    if (n == 0) { /* less than a page left (a block's size is whole pages: never) */
+      memset(p, 0, (size_t)(end - p));
+      break;
+    }
+    if (!os_pages_resident(p, n * PAGE, vec)) memset(vec, 1, n); /* unknown: write them */
+    size_t i = 0;
+    while (i < n) { /* runs of pages alike */
+      size_t j = i + 1;
+      while (j < n && (vec[j] & 1) == (vec[i] & 1)) j++;
+      clear_run(p + i * PAGE, (j - i) * PAGE, vec[i] & 1);
+      i = j;
+    }
+    p += n * PAGE;
+  }
+}
+
 void *arena_malloc_large(arena_t *a, size_t size, size_t align, bool zero) {
   tessera_assert(align >= PAGE && (align & (align - 1)) == 0);
   lock_assert_not_held(&a->extent_lock);
@@ -276,7 +318,7 @@ void *arena_malloc_large(arena_t *a, size_t size, size_t align, bool zero) {
   if (e == NULL) return NULL;
   /* Only the pages that hold old data: the others read as zero (calloc of a big block
    * must not touch pages the program may never use). */
-  if (zero) memset((void *)e->addr, 0, zeroed ? gathered * PAGE : usable);
+  if (zero) clear_pages((void *)e->addr, zeroed ? gathered * PAGE : usable);
   if (unlikely(guarded) && !hardened_guard((void *)(e->addr + usable - PAGE))) {
     arena_free_large_unguarded(a, e, false); /* the kernel refused (too many mappings): out of memory */
     return NULL;
