@@ -255,23 +255,24 @@ static prof_stack_t *stack_intern(const uintptr_t *pcs, unsigned depth, uint64_t
 
 /* ---------------------------------------------------------------- records */
 
-static prof_shard_t *shard_of(uintptr_t key) {
-  return &shards[((uint64_t)key * 0x9E3779B97F4A7C15ull) >> 60 & (PROF_SHARDS - 1)];
-}
+unsigned prof_shard_of(uintptr_t key) { return (unsigned)(((uint64_t)key * 0x9E3779B97F4A7C15ull) >> 60) & (PROF_SHARDS - 1); }
 
 static size_t record_bucket(const prof_shard_t *sh, uintptr_t ptr) {
   return (size_t)(((uint64_t)ptr * 0x9E3779B97F4A7C15ull) >> 20) & (sh->nbuckets - 1);
 }
 
-/* How many live records hash to each slot (atomic adds under the records' shard locks,
- * read without a lock), so that a free on a marked page of a block that is not sampled
+/* How many live records of each shard hash to each slot (written under the shard's
+ * lock, read without a lock), so that a free on a marked page of a block that is not sampled
  * (its neighbours') most often leaves without a lock. A block's record is in before
  * malloc returns it, so any free of it, ordered after that return, sees its slot's count
  * at 1 or more. */
-_Atomic uint32_t prof_record_filter[PROF_RECORD_FILTER];
+_Atomic uint32_t prof_record_filter[PROF_SHARDS][PROF_RECORD_FILTER] __attribute__((aligned(64)));
 
-static inline void filter_add(uintptr_t ptr, int32_t delta) {
-  atomic_fetch_add_explicit(prof_record_filter_slot(ptr), (uint32_t)delta, memory_order_relaxed);
+/* Under the shard's lock, which every writer of its filter holds: a load and a store,
+ * no locked read-modify-write (readers only load). */
+static inline void filter_add(const prof_shard_t *sh, uintptr_t ptr, int32_t delta) {
+  _Atomic uint32_t *slot = prof_record_filter_slot((unsigned)(sh - shards), ptr);
+  atomic_store_explicit(slot, atomic_load_explicit(slot, memory_order_relaxed) + (uint32_t)delta, memory_order_relaxed);
 }
 
 static bool record_buckets_grow(prof_shard_t *sh) {
@@ -349,16 +350,16 @@ static void counts_remove(prof_counts_t *c, size_t usize, double weight) {
 }
 
 /* Forgets record r (taken off its chain already). Its shard's lock held. */
-static void record_forget(prof_record_t *r) {
+static void record_forget(const prof_shard_t *sh, prof_record_t *r) {
   counts_remove(&r->counts->counts, r->usize, r->weight);
   size_t padding = padding_of(r);
   if (padding != 0) atomic_fetch_sub_explicit(&sampled_padding, padding, memory_order_relaxed);
-  filter_add(r->ptr, -1);
+  filter_add(sh, r->ptr, -1);
   if (r->mark) r->mark->forget(r->ptr, r->key);
 }
 
 bool prof_record_alloc(void *ptr, size_t usize, const uintptr_t *pcs, unsigned depth) {
-  return prof_record_alloc_marked(ptr, (uintptr_t)ptr, usize, pcs, depth, NULL);
+  return prof_record_alloc_marked(ptr, (uintptr_t)ptr, prof_shard_of((uintptr_t)ptr), usize, pcs, depth, NULL);
 }
 
 /* The weights of recently sampled sizes (a program samples a few sizes over and over):
@@ -403,20 +404,20 @@ static bool shard_insert(prof_shard_t *sh, prof_stack_t *s, void *ptr, uintptr_t
   r->next = sh->buckets[j];
   sh->buckets[j] = r;
   sh->count++;
-  filter_add(r->ptr, 1);
+  filter_add(sh, r->ptr, 1);
   counts_add(&c->counts, usize, weight, false);
   size_t padding = padding_of(r);
   if (padding != 0) atomic_fetch_add_explicit(&sampled_padding, padding, memory_order_relaxed);
   return true;
 }
 
-bool prof_record_alloc_marked(void *ptr, uintptr_t key, size_t usize, const uintptr_t *pcs, unsigned depth,
-                              const prof_mark_t *mark) {
+bool prof_record_alloc_marked(void *ptr, uintptr_t key, unsigned shard, size_t usize, const uintptr_t *pcs,
+                              unsigned depth, const prof_mark_t *mark) {
   if (!ptr) return false;
   if (depth > config.max_depth) depth = config.max_depth;
   /* Hash and interned stack before the shard's lock: it is held for less. */
   prof_stack_t *s = stack_intern(pcs, depth, hash_pcs(pcs, depth));
-  prof_shard_t *sh = shard_of(key);
+  prof_shard_t *sh = &shards[shard & (PROF_SHARDS - 1)];
   lock_acquire(&sh->lock);
   bool ok = s && shard_insert(sh, s, ptr, key, usize, mark);
   if (!ok) sh->dropped++;
@@ -424,8 +425,9 @@ bool prof_record_alloc_marked(void *ptr, uintptr_t key, size_t usize, const uint
   return ok;
 }
 
-bool prof_record_free_keyed(void *ptr, uintptr_t key) {
-  prof_shard_t *sh = shard_of(key);
+bool prof_record_free_keyed(void *ptr, uintptr_t key, unsigned shard) {
+  (void)key; /* the shard's records are found by pointer */
+  prof_shard_t *sh = &shards[shard & (PROF_SHARDS - 1)];
   lock_acquire(&sh->lock);
   prof_record_t *found = NULL;
   if (sh->nbuckets) {
@@ -437,7 +439,7 @@ bool prof_record_free_keyed(void *ptr, uintptr_t key) {
     }
   }
   if (found) {
-    record_forget(found);
+    record_forget(sh, found);
     found->next = sh->free_list;
     sh->free_list = found;
     sh->count--;
@@ -446,7 +448,10 @@ bool prof_record_free_keyed(void *ptr, uintptr_t key) {
   return found != NULL;
 }
 
-bool prof_record_free(void *ptr) { return prof_record_maybe_sampled(ptr) && prof_record_free_keyed(ptr, (uintptr_t)ptr); }
+bool prof_record_free(void *ptr) {
+  unsigned shard = prof_shard_of((uintptr_t)ptr);
+  return prof_record_maybe_sampled(shard, ptr) && prof_record_free_keyed(ptr, (uintptr_t)ptr, shard);
+}
 
 bool prof_sample_alloc(prof_thread_t *t, void *ptr, size_t usize, unsigned skip) {
   prof_bytes_until_sample(t);
@@ -459,8 +464,8 @@ bool prof_sample_alloc(prof_thread_t *t, void *ptr, size_t usize, unsigned skip)
   return ok;
 }
 
-bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, uintptr_t key, size_t usize, uintptr_t lo, uintptr_t hi,
-                               const prof_mark_t *mark) {
+bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, uintptr_t key, unsigned shard, size_t usize, uintptr_t lo,
+                               uintptr_t hi, const prof_mark_t *mark) {
   if (t->busy || !ptr) return false;
   t->busy = true;
   uintptr_t pcs[PROF_DEPTH_MAX + PROF_TRIM_FRAMES];
@@ -470,7 +475,7 @@ bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, uintptr_t key, size_
   unsigned first = 0;
   for (unsigned i = 0; i < depth && i < PROF_TRIM_FRAMES; i++)
     if (pcs[i] >= lo && pcs[i] < hi) first = i + 1;
-  bool ok = prof_record_alloc_marked(ptr, key, usize, pcs + first, depth - first, mark);
+  bool ok = prof_record_alloc_marked(ptr, key, shard, usize, pcs + first, depth - first, mark);
   t->busy = false;
   return ok;
 }
@@ -491,7 +496,7 @@ static void shard_reset(prof_shard_t *sh) {
   for (size_t i = 0; i < sh->nbuckets; i++) {
     for (prof_record_t *r = sh->buckets[i], *next; r; r = next) {
       next = r->next;
-      filter_add(r->ptr, -1);
+      filter_add(sh, r->ptr, -1);
       if (r->mark) r->mark->forget(r->ptr, r->key);
       r->next = sh->free_list;
       sh->free_list = r;

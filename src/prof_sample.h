@@ -9,8 +9,9 @@
  * s/p(s) bytes gives unbiased estimates (docs/profiling.md).
  *
  * A sampled block's record lives here, out of band, in one of PROF_SHARDS hash tables by
- * pointer, each with its own lock, chosen by a key the allocator gives (the block's
- * extent): threads sampling at once rarely meet. The allocator marks sampled blocks so
+ * pointer, each with its own lock and its own record filter, chosen by the allocator
+ * (the arena of the block's extent): threads of different arenas, which sample at once,
+ * write no common line. The allocator marks sampled blocks so
  * that free only calls prof_record_free for them. Stacks are interned (deduplicated by
  * hash, found without a lock) and never freed; their live and cumulative counters are
  * kept per shard and added up by the snapshots. All memory comes from base_alloc, and
@@ -120,8 +121,8 @@ static inline bool prof_sample_first_due(prof_thread_t *t, size_t usize) {
  * including the outermost one, among the innermost PROF_TRIM_FRAMES, whose PC lies in
  * [lo, hi) (the allocator's entry points). Without such a frame nothing is left out. */
 #define PROF_TRIM_FRAMES 12
-bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, uintptr_t key, size_t usize, uintptr_t lo, uintptr_t hi,
-                               const prof_mark_t *mark);
+bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, uintptr_t key, unsigned shard, size_t usize, uintptr_t lo,
+                               uintptr_t hi, const prof_mark_t *mark);
 
 /* prof.reset: forgets every sampled block and zeroes every stack's counters, then sets
  * the mean interval to 2^lg_sample. */
@@ -129,30 +130,38 @@ void prof_sample_reset(unsigned lg_sample);
 /* The current lg of the mean interval. */
 unsigned prof_sample_lg(void);
 
+/* The shard of a record the allocator keys by its own value (prof_record_alloc's, by
+ * the pointer): a hash of it. */
+unsigned prof_shard_of(uintptr_t key);
+
 /* Records ptr (of usable size usize) with an already captured stack (its shard by ptr). */
 bool prof_record_alloc(void *ptr, size_t usize, const uintptr_t *pcs, unsigned depth);
-/* The same for a block the allocator marks in place (mark may be NULL), in the shard of
- * key (the same key must be given to free it; marks made under one shard's lock are
- * serialized: blocks whose marks share state must share a key): mark->mark runs under
+/* The same for a block the allocator marks in place (mark may be NULL), in shard `shard`
+ * (< PROF_SHARDS; the same key and shard must be given to free it; marks made under one
+ * shard's lock are serialized: blocks whose marks share state must share a key and a
+ * shard): mark->mark runs under
  * the shard's lock once the record is in (false: the block cannot be marked, the record
  * is dropped), mark->forget under that lock when the record goes (free, realloc,
  * prof.reset). */
-bool prof_record_alloc_marked(void *ptr, uintptr_t key, size_t usize, const uintptr_t *pcs, unsigned depth,
-                              const prof_mark_t *mark);
-/* Forgets a sampled block recorded under key (free, or the old block of a realloc).
- * Returns false if ptr was not sampled. Call when prof_record_maybe_sampled(ptr). */
-bool prof_record_free_keyed(void *ptr, uintptr_t key);
+bool prof_record_alloc_marked(void *ptr, uintptr_t key, unsigned shard, size_t usize, const uintptr_t *pcs,
+                              unsigned depth, const prof_mark_t *mark);
+/* Forgets a sampled block recorded under key in shard (free, or the old block of a
+ * realloc). Returns false if ptr was not sampled. Call when
+ * prof_record_maybe_sampled(shard, ptr). */
+bool prof_record_free_keyed(void *ptr, uintptr_t key, unsigned shard);
 /* prof_record_free_keyed for a block recorded by prof_record_alloc (key ptr). */
 bool prof_record_free(void *ptr);
-/* False when ptr is surely not sampled (a filter of live records' counts by hashed
- * address, read without a lock): a free can leave before finding its key. */
+/* False when ptr is surely not sampled in shard (a filter of the shard's live records'
+ * counts by hashed address, read without a lock): a free can leave before taking the
+ * shard's lock. One per shard, so that threads of different arenas write no common
+ * line of it. */
 #define PROF_RECORD_FILTER 1024 /* a power of two */
-extern _Atomic uint32_t prof_record_filter[PROF_RECORD_FILTER];
-static inline _Atomic uint32_t *prof_record_filter_slot(uintptr_t ptr) {
-  return &prof_record_filter[((uint64_t)ptr * 0x9E3779B97F4A7C15ull) >> 54 & (PROF_RECORD_FILTER - 1)];
+extern _Atomic uint32_t prof_record_filter[PROF_SHARDS][PROF_RECORD_FILTER];
+static inline _Atomic uint32_t *prof_record_filter_slot(unsigned shard, uintptr_t ptr) {
+  return &prof_record_filter[shard][((uint64_t)ptr * 0x9E3779B97F4A7C15ull) >> 54 & (PROF_RECORD_FILTER - 1)];
 }
-static inline bool prof_record_maybe_sampled(const void *ptr) {
-  return atomic_load_explicit(prof_record_filter_slot((uintptr_t)ptr), memory_order_relaxed) != 0;
+static inline bool prof_record_maybe_sampled(unsigned shard, const void *ptr) {
+  return atomic_load_explicit(prof_record_filter_slot(shard, (uintptr_t)ptr), memory_order_relaxed) != 0;
 }
 
 /* The unbiasing weight of one sampled block: 1 / (1 - e^(-usize / period)). */

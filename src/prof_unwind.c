@@ -83,18 +83,27 @@ static void restart(walk_t *w) {
 /* The walk with cached rows alone, outside the loader's lock (prof_cfi_cache.h): false
  * when a step cannot be taken so (the walk must then run under the lock). *permanent
  * tells whether every row it used was of a PC in a module never unloaded
- * (cached_row_t.permanent): then the rows are right without the check under the lock. */
+ * (cached_row_t.permanent): then the rows are right without the check under the lock.
+ * It walks a copy of the walk's registers alone (prof_cfi_apply_walk: the others are
+ * unknown to it) and leaves w->regs as it found them, for a walk that starts again. */
 static bool walk_lockless(walk_t *w, uint64_t generation, bool *permanent) {
   prof_memory_t stack_only = {w->mem.stack_lo, w->mem.stack_hi, NULL};
+  prof_regs_t regs;
+  regs.r[PROF_REG_RIP] = w->regs->r[PROF_REG_RIP];
+  regs.r[PROF_REG_RSP] = w->regs->r[PROF_REG_RSP];
+  regs.r[PROF_REG_RBP] = w->regs->r[PROF_REG_RBP];
+  regs.valid = w->regs->valid & PROF_CFI_WALK_REGS;
   bool first = true;
   *permanent = true;
   for (unsigned frames = 0; frames < PROF_DEPTH_MAX + 64; frames++) {
-    prof_step_t s = prof_cfi_step_lockless(&stack_only, w->regs, !first, generation, permanent);
+    prof_step_t s = prof_cfi_step_lockless(&stack_only, &regs, !first, generation, permanent);
     if (s == PROF_STEP_NO_FDE) return false;
     if (s == PROF_STEP_END || s == PROF_STEP_BAD) return true;
     first = false;
-    if (w->regs->r[PROF_REG_RSP] >= w->mem.stack_hi) return true;
-    if (!emit(w)) return true;
+    if (regs.r[PROF_REG_RSP] >= w->mem.stack_hi) return true;
+    if (w->skip > 0) w->skip--;
+    else w->pcs[w->n++] = regs.r[PROF_REG_RIP];
+    if (w->n >= w->max) return true;
   }
   return true;
 }
@@ -119,18 +128,19 @@ static void walk(const prof_module_table_t *t, void *arg) {
  * every step had a cached row, for the whole walk otherwise. */
 static unsigned capture(walk_t *w, bool use_cfi) {
   if (!stack_bounds(w->regs->r[PROF_REG_RSP], &w->mem.stack_lo, &w->mem.stack_hi)) return 0;
-  prof_regs_t start = *w->regs;
-  w->start = &start;
   w->start_skip = w->skip;
   /* The capturing function's own frame is not reported. */
+  uint64_t generation = use_cfi ? prof_modules_generation() : 0;
+  bool permanent = false, walked = generation != 0 && walk_lockless(w, generation, &permanent);
+  if (walked && permanent) return w->n; /* the common case: no copy of the registers */
+  prof_regs_t start = *w->regs; /* walk() starts again from it (restart) */
+  w->start = &start;
   if (!use_cfi) {
     walk(NULL, w);
     return w->n;
   }
-  uint64_t generation = prof_modules_generation();
   prof_modules_verdict_t v;
-  bool permanent;
-  if (generation != 0 && walk_lockless(w, generation, &permanent)) v = permanent ? PROF_MODULES_CURRENT : prof_modules_check(generation, walk, w);
+  if (walked) v = prof_modules_check(generation, walk, w);
   else v = prof_modules_locked(walk, w) ? PROF_MODULES_RAN : PROF_MODULES_NONE;
   if (v == PROF_MODULES_NONE) walk(NULL, w);
   return w->n;
