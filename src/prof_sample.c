@@ -14,10 +14,10 @@
 /* A stack's counters within one shard (stack->per_shard): the records of that shard add
  * to them, under its lock; a snapshot adds the shards up. */
 typedef struct shard_counts {
+  prof_counts_t counts; /* one cache line: a record and its free touch no other */
   struct shard_counts *next_in_shard; /* the shard's, newest first */
   const prof_stack_t *stack;
-  prof_counts_t counts;
-} shard_counts_t;
+} __attribute__((aligned(64))) shard_counts_t;
 
 typedef struct prof_record {
   struct prof_record *next; /* hash chain, or the free list */
@@ -27,7 +27,7 @@ typedef struct prof_record {
   size_t usize;
   double weight;
   const prof_mark_t *mark; /* how the allocator marked the block, or NULL */
-} prof_record_t;
+} __attribute__((aligned(64))) prof_record_t; /* one cache line each */
 
 #define RECORD_CHUNK ((size_t)4 << 10)
 #define SHARD_BUCKETS_MIN 64
@@ -37,10 +37,11 @@ typedef struct prof_record {
  * pointer per shard, its free records, its stack counters and its weights. */
 #define WEIGHT_CACHE 32 /* a power of two */
 typedef struct prof_shard {
+  /* What a record and its free use, in the first cache line. */
   lock_t lock;
   prof_record_t **buckets;
-  size_t nbuckets, count;
   prof_record_t *free_list;
+  uint32_t nbuckets, count;
   shard_counts_t *counts_list;
   shard_counts_t *counts_free; /* unused entries of the last chunk */
   size_t counts_free_n;
@@ -119,7 +120,7 @@ uint64_t prof_sample_period(void) { return atomic_load_explicit(&period, memory_
  * No call, no table, one division: ~30 instructions where prof_log's general series
  * (any x, 1e-14) took ~90. */
 static inline double neg_log_unit(uint64_t x) {
-  double d = (double)x; /* exact: x has at most 53 bits */
+  double d = (double)(int64_t)x; /* exact: x has at most 53 bits (signed: one instruction) */
   uint64_t b;
   memcpy(&b, &d, sizeof(b));
   int e = (int)(b >> 52) - 1023;
@@ -140,7 +141,7 @@ static inline double neg_log_unit(uint64_t x) {
 static double draw_exponential(prof_thread_t *t, uint64_t mean) {
   if (unlikely(t->prng == 0)) t->prng = (uint64_t)(uintptr_t)t ^ os_now_ns() ^ 0x5851F42D4C957F2Dull;
   /* x uniform in [1, 2^53]: u = x / 2^53 in (0, 1], -ln(u) exponential with mean 1. */
-  return neg_log_unit((splitmix64(&t->prng) >> 11) + 1) * (double)mean;
+  return neg_log_unit((splitmix64(&t->prng) >> 11) + 1) * (double)(int64_t)mean; /* mean <= 2^40 */
 }
 
 uint64_t prof_bytes_until_sample(prof_thread_t *t) {
@@ -155,8 +156,12 @@ uint64_t prof_blocks_until_sample(prof_thread_t *t, size_t usize) {
   /* The first sample point past the stream's start, in bytes, falls in block
    * floor(bytes / usize) + 1; each block is then sampled with probability
    * 1 - exp(-usize / period), as prof_sample_weight assumes. */
-  double blocks = draw_exponential(t, prof_sample_period()) / (double)usize;
-  return blocks >= 4.0e18 ? (uint64_t)4e18 : (uint64_t)blocks + 1;
+  return prof_blocks_until_sample_inv(t, 1.0 / (double)usize);
+}
+
+uint64_t prof_blocks_until_sample_inv(prof_thread_t *t, double inv_usize) {
+  double blocks = draw_exponential(t, prof_sample_period()) * inv_usize;
+  return blocks >= 4.0e18 ? (uint64_t)4e18 : (uint64_t)(int64_t)blocks + 1;
 }
 
 double prof_sample_weight(size_t usize, uint64_t mean) {
@@ -276,13 +281,14 @@ static inline void filter_add(const prof_shard_t *sh, uintptr_t ptr, int32_t del
 }
 
 static bool record_buckets_grow(prof_shard_t *sh) {
-  size_t n = sh->nbuckets ? sh->nbuckets * 2 : SHARD_BUCKETS_MIN;
+  size_t n = sh->nbuckets ? (size_t)sh->nbuckets * 2 : SHARD_BUCKETS_MIN;
+  if (n > UINT32_MAX) return false;
   prof_record_t **b = prof_meta_alloc(n * sizeof(*b));
   if (!b) return false;
   size_t old_n = sh->nbuckets;
   prof_record_t **old = sh->buckets;
   sh->buckets = b;
-  sh->nbuckets = n;
+  sh->nbuckets = (uint32_t)n;
   for (size_t i = 0; i < old_n; i++) {
     for (prof_record_t *r = old[i], *next; r; r = next) {
       next = r->next;

@@ -65,14 +65,17 @@ typedef struct prof_counts {
 #define PROF_SHARDS 16
 
 struct shard_counts;
+/* Laid out for the look-up (base memory is aligned to 64): the hash, the depth and the
+ * first frames share the third cache line; the counters' pointer of one shard is read
+ * from the first two. */
 typedef struct prof_stack {
-  struct prof_stack *next_in_order; /* every stack, newest first (for snapshots) */
-  uint64_t hash;
   /* Its counters in each shard that has recorded it (NULL: none yet), written once under
    * that shard's lock. */
   struct shard_counts *per_shard[PROF_SHARDS];
+  struct prof_stack *next_in_order; /* every stack, newest first (for snapshots) */
   unsigned index; /* 0 for the first stack interned, 1 for the next, ... */
   unsigned depth;
+  uint64_t hash;
   uintptr_t pcs[]; /* innermost first */
 } prof_stack_t;
 
@@ -95,6 +98,8 @@ uint64_t prof_bytes_until_sample(prof_thread_t *t);
  * including the next sampled one, drawn with t's generator. The same process as the
  * byte countdown's, counted in blocks. */
 uint64_t prof_blocks_until_sample(prof_thread_t *t, size_t usize);
+/* The same, given 1.0 / usize (no division). */
+uint64_t prof_blocks_until_sample_inv(prof_thread_t *t, double inv_usize);
 
 /* The fast-path test, for the allocator to inline. */
 static inline bool prof_sample_due(prof_thread_t *t, size_t usize) {
