@@ -170,8 +170,7 @@ PROF_API_ENTRY void prof_block_record_in_place(void *p, size_t usize) { record(p
 PROF_API_ENTRY void prof_block_record_in_slab(void *p, size_t usize) { record(p, usize, &in_sample_slab); }
 
 void prof_block_free(void *p, const extent_t *e) {
-  unsigned shard = shard_of_extent(e);
-  if (prof_record_maybe_sampled(shard, p)) prof_record_free_keyed(p, (uintptr_t)e, shard);
+  prof_record_free_keyed(p, (uintptr_t)e, shard_of_extent(e));
 }
 
 /* ---------------------------------------------------------------- prof.* */

@@ -29,6 +29,56 @@ typedef struct prof_record {
   const prof_mark_t *mark; /* how the allocator marked the block, or NULL */
 } __attribute__((aligned(64))) prof_record_t; /* one cache line each */
 
+/* A shard's lock: a compare-and-swap to take it, a plain store to release it (one
+ * locked instruction a round trip where lock_t's release, which checks for sleepers,
+ * takes a second: each costs a sample some nanoseconds as it drains the store buffer).
+ * Held for a record's insertion or removal (~100 instructions), rarely contended
+ * (shards are per arena): a waiter spins a little, then yields the CPU to the holder. */
+typedef struct shard_lock {
+  _Atomic uint32_t holder; /* 0 free, else the holder's lock_my_id() */
+  bool fork_skipped;       /* fork found it held by the forking thread itself */
+} shard_lock_t;
+
+#define SHARD_LOCK_SPINS 64
+
+static __attribute__((noinline, cold)) void shard_lock_wait(shard_lock_t *l, uint32_t me) {
+  for (unsigned spins = 0;; spins++) {
+    if (!atomic_load_explicit(&l->holder, memory_order_relaxed)) {
+      uint32_t expected = 0;
+      if (atomic_compare_exchange_weak_explicit(&l->holder, &expected, me, memory_order_acquire, memory_order_relaxed))
+        return;
+    }
+    if (spins < SHARD_LOCK_SPINS) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    } else {
+      os_yield();
+    }
+  }
+}
+
+static inline void shard_lock_acquire(shard_lock_t *l) {
+  uint32_t me = lock_my_id(), expected = 0;
+  if (unlikely(!atomic_compare_exchange_strong_explicit(&l->holder, &expected, me, memory_order_acquire,
+                                                        memory_order_relaxed)))
+    shard_lock_wait(l, me);
+}
+
+static inline void shard_lock_release(shard_lock_t *l) { atomic_store_explicit(&l->holder, 0, memory_order_release); }
+
+/* fork, as lock_fork_prepare: a lock the forking thread holds (fork from a signal
+ * handler that interrupted a record) is left to the interrupted code. */
+static void shard_lock_fork_prepare(shard_lock_t *l) {
+  if (atomic_load_explicit(&l->holder, memory_order_relaxed) == lock_my_id()) l->fork_skipped = true;
+  else shard_lock_acquire(l);
+}
+
+static void shard_lock_fork_release(shard_lock_t *l) {
+  if (l->fork_skipped) l->fork_skipped = false;
+  else shard_lock_release(l);
+}
+
 #define RECORD_CHUNK ((size_t)4 << 10)
 #define SHARD_BUCKETS_MIN 64
 
@@ -38,10 +88,11 @@ typedef struct prof_record {
 #define WEIGHT_CACHE 32 /* a power of two */
 typedef struct prof_shard {
   /* What a record and its free use, in the first cache line. */
-  lock_t lock;
+  shard_lock_t lock;
   prof_record_t **buckets;
   prof_record_t *free_list;
   uint32_t nbuckets, count;
+  _Atomic uint32_t *_Atomic filter; /* PROF_RECORD_FILTER counts, or NULL: no record yet */
   shard_counts_t *counts_list;
   shard_counts_t *counts_free; /* unused entries of the last chunk */
   size_t counts_free_n;
@@ -271,13 +322,32 @@ static size_t record_bucket(const prof_shard_t *sh, uintptr_t ptr) {
  * (its neighbours') most often leaves without a lock. A block's record is in before
  * malloc returns it, so any free of it, ordered after that return, sees its slot's count
  * at 1 or more. */
-_Atomic uint32_t prof_record_filter[PROF_SHARDS][PROF_RECORD_FILTER] __attribute__((aligned(64)));
+#define PROF_RECORD_FILTER 1024 /* a power of two */
+
+static size_t filter_index(uintptr_t ptr) {
+  return (size_t)(((uint64_t)ptr * 0x9E3779B97F4A7C15ull) >> 54) & (PROF_RECORD_FILTER - 1);
+}
 
 /* Under the shard's lock, which every writer of its filter holds: a load and a store,
- * no locked read-modify-write (readers only load). */
-static inline void filter_add(const prof_shard_t *sh, uintptr_t ptr, int32_t delta) {
-  _Atomic uint32_t *slot = prof_record_filter_slot((unsigned)(sh - shards), ptr);
+ * no locked read-modify-write (readers only load). The filter exists: the record does. */
+static inline void filter_add(prof_shard_t *sh, uintptr_t ptr, int32_t delta) {
+  _Atomic uint32_t *slot = &atomic_load_explicit(&sh->filter, memory_order_relaxed)[filter_index(ptr)];
   atomic_store_explicit(slot, atomic_load_explicit(slot, memory_order_relaxed) + (uint32_t)delta, memory_order_relaxed);
+}
+
+/* False when ptr is surely not recorded in sh; no lock. */
+static inline bool filter_maybe(prof_shard_t *sh, uintptr_t ptr) {
+  _Atomic uint32_t *f = atomic_load_explicit(&sh->filter, memory_order_acquire);
+  return f != NULL && atomic_load_explicit(&f[filter_index(ptr)], memory_order_relaxed) != 0;
+}
+
+/* The shard's filter, made with its first record. Shard lock held. */
+static bool filter_ready(prof_shard_t *sh) {
+  if (atomic_load_explicit(&sh->filter, memory_order_relaxed)) return true;
+  _Atomic uint32_t *f = prof_meta_alloc(PROF_RECORD_FILTER * sizeof(*f)); /* zeroed */
+  if (!f) return false;
+  atomic_store_explicit(&sh->filter, f, memory_order_release);
+  return true;
 }
 
 static bool record_buckets_grow(prof_shard_t *sh) {
@@ -356,7 +426,7 @@ static void counts_remove(prof_counts_t *c, size_t usize, double weight) {
 }
 
 /* Forgets record r (taken off its chain already). Its shard's lock held. */
-static void record_forget(const prof_shard_t *sh, prof_record_t *r) {
+static void record_forget(prof_shard_t *sh, prof_record_t *r) {
   counts_remove(&r->counts->counts, r->usize, r->weight);
   size_t padding = padding_of(r);
   if (padding != 0) atomic_fetch_sub_explicit(&sampled_padding, padding, memory_order_relaxed);
@@ -391,6 +461,7 @@ static bool shard_insert(prof_shard_t *sh, prof_stack_t *s, void *ptr, uintptr_t
                          const prof_mark_t *mark) {
   if (sh->count >= shard_max_records()) return false;
   if (sh->count + 1 > sh->nbuckets && !record_buckets_grow(sh)) return false; /* chains of one */
+  if (!filter_ready(sh)) return false;
   shard_counts_t *c = shard_counts(sh, s);
   prof_record_t *r = c ? record_new(sh) : NULL;
   if (!r) return false;
@@ -424,17 +495,18 @@ bool prof_record_alloc_marked(void *ptr, uintptr_t key, unsigned shard, size_t u
   /* Hash and interned stack before the shard's lock: it is held for less. */
   prof_stack_t *s = stack_intern(pcs, depth, hash_pcs(pcs, depth));
   prof_shard_t *sh = &shards[shard & (PROF_SHARDS - 1)];
-  lock_acquire(&sh->lock);
+  shard_lock_acquire(&sh->lock);
   bool ok = s && shard_insert(sh, s, ptr, key, usize, mark);
   if (!ok) sh->dropped++;
-  lock_release(&sh->lock);
+  shard_lock_release(&sh->lock);
   return ok;
 }
 
 bool prof_record_free_keyed(void *ptr, uintptr_t key, unsigned shard) {
   (void)key; /* the shard's records are found by pointer */
   prof_shard_t *sh = &shards[shard & (PROF_SHARDS - 1)];
-  lock_acquire(&sh->lock);
+  if (!filter_maybe(sh, (uintptr_t)ptr)) return false;
+  shard_lock_acquire(&sh->lock);
   prof_record_t *found = NULL;
   if (sh->nbuckets) {
     for (prof_record_t **link = &sh->buckets[record_bucket(sh, (uintptr_t)ptr)]; *link; link = &(*link)->next) {
@@ -450,14 +522,11 @@ bool prof_record_free_keyed(void *ptr, uintptr_t key, unsigned shard) {
     sh->free_list = found;
     sh->count--;
   }
-  lock_release(&sh->lock);
+  shard_lock_release(&sh->lock);
   return found != NULL;
 }
 
-bool prof_record_free(void *ptr) {
-  unsigned shard = prof_shard_of((uintptr_t)ptr);
-  return prof_record_maybe_sampled(shard, ptr) && prof_record_free_keyed(ptr, (uintptr_t)ptr, shard);
-}
+bool prof_record_free(void *ptr) { return prof_record_free_keyed(ptr, (uintptr_t)ptr, prof_shard_of((uintptr_t)ptr)); }
 
 bool prof_sample_alloc(prof_thread_t *t, void *ptr, size_t usize, unsigned skip) {
   prof_bytes_until_sample(t);
@@ -489,11 +558,11 @@ bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, uintptr_t key, unsig
 /* Every lock of the tables, in their order: the stacks' first, then the shards'. */
 static void lock_all(void) {
   lock_acquire(&stack_lock);
-  for (unsigned k = 0; k < PROF_SHARDS; k++) lock_acquire(&shards[k].lock);
+  for (unsigned k = 0; k < PROF_SHARDS; k++) shard_lock_acquire(&shards[k].lock);
 }
 
 static void unlock_all(void) {
-  for (unsigned k = PROF_SHARDS; k-- > 0;) lock_release(&shards[k].lock);
+  for (unsigned k = PROF_SHARDS; k-- > 0;) shard_lock_release(&shards[k].lock);
   lock_release(&stack_lock);
 }
 
@@ -622,11 +691,11 @@ void prof_snapshot_sort_allocated(prof_snapshot_t *s) { heap_sort(s, allocated_l
 
 void prof_sample_fork_prepare(void) {
   lock_fork_prepare(&stack_lock);
-  for (unsigned k = 0; k < PROF_SHARDS; k++) lock_fork_prepare(&shards[k].lock);
+  for (unsigned k = 0; k < PROF_SHARDS; k++) shard_lock_fork_prepare(&shards[k].lock);
 }
 
 void prof_sample_fork_parent(void) {
-  for (unsigned k = PROF_SHARDS; k-- > 0;) lock_fork_release(&shards[k].lock);
+  for (unsigned k = PROF_SHARDS; k-- > 0;) shard_lock_fork_release(&shards[k].lock);
   lock_fork_release(&stack_lock);
 }
 

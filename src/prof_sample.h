@@ -151,23 +151,15 @@ bool prof_record_alloc(void *ptr, size_t usize, const uintptr_t *pcs, unsigned d
 bool prof_record_alloc_marked(void *ptr, uintptr_t key, unsigned shard, size_t usize, const uintptr_t *pcs,
                               unsigned depth, const prof_mark_t *mark);
 /* Forgets a sampled block recorded under key in shard (free, or the old block of a
- * realloc). Returns false if ptr was not sampled. Call when
- * prof_record_maybe_sampled(shard, ptr). */
+ * realloc). Returns false if ptr was not sampled. Most frees of blocks that were not
+ * sampled (the neighbours of a sampled block on its marked page) leave at the shard's
+ * record filter, without the lock: a filter of the shard's live records' counts by
+ * hashed address, read without a lock (one per shard, allocated with the shard's first
+ * record, so that threads of different arenas write no common line of it). */
 bool prof_record_free_keyed(void *ptr, uintptr_t key, unsigned shard);
 /* prof_record_free_keyed for a block recorded by prof_record_alloc (key ptr). */
 bool prof_record_free(void *ptr);
-/* False when ptr is surely not sampled in shard (a filter of the shard's live records'
- * counts by hashed address, read without a lock): a free can leave before taking the
- * shard's lock. One per shard, so that threads of different arenas write no common
- * line of it. */
-#define PROF_RECORD_FILTER 1024 /* a power of two */
-extern _Atomic uint32_t prof_record_filter[PROF_SHARDS][PROF_RECORD_FILTER];
-static inline _Atomic uint32_t *prof_record_filter_slot(unsigned shard, uintptr_t ptr) {
-  return &prof_record_filter[shard][((uint64_t)ptr * 0x9E3779B97F4A7C15ull) >> 54 & (PROF_RECORD_FILTER - 1)];
-}
-static inline bool prof_record_maybe_sampled(unsigned shard, const void *ptr) {
-  return atomic_load_explicit(prof_record_filter_slot(shard, (uintptr_t)ptr), memory_order_relaxed) != 0;
-}
+
 
 /* The unbiasing weight of one sampled block: 1 / (1 - e^(-usize / period)). */
 double prof_sample_weight(size_t usize, uint64_t period);
