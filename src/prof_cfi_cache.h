@@ -179,19 +179,17 @@ static inline __attribute__((always_inline)) prof_step_t prof_cfi_apply_walk(con
  * PROF_STEP_NO_FDE when it cannot be decided so (no such row, a row being written, a
  * register saved outside the thread's stack, a CFA register not restored).
  * *permanent is cleared when the row's PC is not in a module that is never unloaded. */
+/* The row it used is left in *copy (for the unwinder's memo of steps: prof_unwind.c). */
 static inline __attribute__((always_inline)) prof_step_t prof_cfi_step_lockless(const prof_memory_t *mem,
-                                                                                 prof_regs_t *regs,
-                                                                                 bool pc_is_return_address,
+                                                                                 prof_regs_t *regs, uintptr_t pc,
                                                                                  uint64_t generation,
-                                                                                 bool *permanent) {
-  uintptr_t pc = regs->r[PROF_REG_RIP] - (pc_is_return_address ? 1 : 0);
+                                                                                 bool *permanent, row_words_t *copy) {
   const cached_row_t *set = prof_cfi_row_set(pc);
   const cached_row_t *slot = __atomic_load_n(&set[0].pc, __ATOMIC_RELAXED) == pc ? &set[0] : &set[1];
-  row_words_t copy;
-  if (!prof_cfi_row_copy(slot, &copy)) return PROF_STEP_NO_FDE;
-  if (pc == 0 || copy.row.pc != pc || copy.row.generation != generation) return PROF_STEP_NO_FDE;
-  *permanent = *permanent && copy.row.permanent;
-  return prof_cfi_apply_walk(mem, &copy.row, regs);
+  if (!prof_cfi_row_copy(slot, copy)) return PROF_STEP_NO_FDE;
+  if (pc == 0 || copy->row.pc != pc || copy->row.generation != generation) return PROF_STEP_NO_FDE;
+  *permanent = *permanent && copy->row.permanent;
+  return prof_cfi_apply_walk(mem, &copy->row, regs);
 }
 
 #endif
