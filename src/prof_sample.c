@@ -309,6 +309,19 @@ static prof_stack_t *stack_intern(const uintptr_t *pcs, unsigned depth, uint64_t
   return s;
 }
 
+/* The thread's last interned stack: a thread samples one site over and over (a loop's
+ * allocation), and comparing its few frames costs less than hashing them and probing the
+ * table (and reads no line of it). Stacks are never freed: the pointer stays valid. */
+static __thread prof_stack_t *tls_last_stack __attribute__((tls_model("initial-exec")));
+
+static prof_stack_t *stack_of(const uintptr_t *pcs, unsigned depth) {
+  prof_stack_t *last = tls_last_stack;
+  if (last != NULL && last->depth == depth && same_pcs(last->pcs, pcs, depth)) return last;
+  prof_stack_t *s = stack_intern(pcs, depth, hash_pcs(pcs, depth));
+  if (s != NULL) tls_last_stack = s;
+  return s;
+}
+
 /* ---------------------------------------------------------------- records */
 
 unsigned prof_shard_of(uintptr_t key) { return (unsigned)(((uint64_t)key * 0x9E3779B97F4A7C15ull) >> 60) & (PROF_SHARDS - 1); }
@@ -492,8 +505,8 @@ bool prof_record_alloc_marked(void *ptr, uintptr_t key, unsigned shard, size_t u
                               unsigned depth, const prof_mark_t *mark) {
   if (!ptr) return false;
   if (depth > config.max_depth) depth = config.max_depth;
-  /* Hash and interned stack before the shard's lock: it is held for less. */
-  prof_stack_t *s = stack_intern(pcs, depth, hash_pcs(pcs, depth));
+  /* The interned stack before the shard's lock: it is held for less. */
+  prof_stack_t *s = stack_of(pcs, depth);
   prof_shard_t *sh = &shards[shard & (PROF_SHARDS - 1)];
   shard_lock_acquire(&sh->lock);
   bool ok = s && shard_insert(sh, s, ptr, key, usize, mark);
