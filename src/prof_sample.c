@@ -58,14 +58,14 @@ static __attribute__((noinline, cold)) void shard_lock_wait(shard_lock_t *l, uin
   }
 }
 
-static inline void shard_lock_acquire(shard_lock_t *l) {
+static inline __attribute__((always_inline)) void shard_lock_acquire(shard_lock_t *l) {
   uint32_t me = lock_my_id(), expected = 0;
   if (unlikely(!atomic_compare_exchange_strong_explicit(&l->holder, &expected, me, memory_order_acquire,
                                                         memory_order_relaxed)))
     shard_lock_wait(l, me);
 }
 
-static inline void shard_lock_release(shard_lock_t *l) { atomic_store_explicit(&l->holder, 0, memory_order_release); }
+static inline __attribute__((always_inline)) void shard_lock_release(shard_lock_t *l) { atomic_store_explicit(&l->holder, 0, memory_order_release); }
 
 /* fork, as lock_fork_prepare: a lock the forking thread holds (fork from a signal
  * handler that interrupted a record) is left to the interrupted code. */
