@@ -165,34 +165,45 @@ static uint64_t splitmix64(uint64_t *state) {
 uint64_t prof_sample_period(void) { return atomic_load_explicit(&period, memory_order_relaxed); }
 
 /* -ln(u) for u = x / 2^53, x in [1, 2^53] (an exponential draw of mean 1 from a
- * uniform x), as (53 - log2(x)) ln 2: log2(x) = e + log2(m), x = m 2^e, m in [1, 2),
- * log2(m) from a table of log2(1 + i / 256) at m's first 8 fraction bits, interpolated
- * linearly over the next ones. The interpolation's error, at most 2.8e-6 of log2 (where
- * the curve bends most), is below 2e-6 of a draw of mean 1: far below the sampling's
- * own noise. ~20 instructions, no division (the series it replaced, with one, took ~45
- * and twice the latency). The table is filled once, under the stacks' lock. */
-#define LOG_TABLE_BITS 8
-static double log2_table[(1u << LOG_TABLE_BITS) + 1];
-static _Atomic bool log2_table_ready;
+ * uniform x), as 53 ln 2 - ln(x): ln(x) = e ln 2 + ln(c) + ln(1 + r) with x = m 2^e,
+ * m in [1, 2), c the middle of m's sixteenth of [1, 2) (its first 4 fraction bits),
+ * r = m / c - 1 (|r| < 1/32, from a table of 1 / c: no division) and ln(1 + r) by five
+ * terms of its series (the next, r^6 / 6, below 2e-10). ~25 instructions, no division,
+ * and a table of 256 bytes (four cache lines; one of 256 entries, interpolated, was
+ * tried: its 2 KiB missed the cache at nearly every draw of a program using much
+ * memory). Filled once, under the stacks' lock. */
+#define LOG_TABLE_BITS 4
+static struct {
+  double inv_c, ln_c;
+} log_table[1u << LOG_TABLE_BITS] __attribute__((aligned(64)));
+static _Atomic bool log_table_ready;
 
-static __attribute__((noinline, cold)) void log2_table_fill(void) {
+static __attribute__((noinline, cold)) void log_table_fill(void) {
   lock_acquire(&stack_lock);
-  if (!atomic_load_explicit(&log2_table_ready, memory_order_relaxed)) {
-    for (unsigned i = 0; i <= 1u << LOG_TABLE_BITS; i++)
-      log2_table[i] = prof_log(1.0 + (double)i / (double)(1u << LOG_TABLE_BITS)) / 0.69314718055994530942;
-    atomic_store_explicit(&log2_table_ready, true, memory_order_release);
+  if (!atomic_load_explicit(&log_table_ready, memory_order_relaxed)) {
+    for (unsigned i = 0; i < 1u << LOG_TABLE_BITS; i++) {
+      double c = 1.0 + ((double)i + 0.5) / (double)(1u << LOG_TABLE_BITS);
+      log_table[i].inv_c = 1.0 / c;
+      log_table[i].ln_c = prof_log(c);
+    }
+    atomic_store_explicit(&log_table_ready, true, memory_order_release);
   }
   lock_release(&stack_lock);
 }
 
 static inline double neg_log_unit(uint64_t x) {
-  if (unlikely(!atomic_load_explicit(&log2_table_ready, memory_order_acquire))) log2_table_fill();
-  int lead = __builtin_clzll(x);    /* x >= 1 */
-  uint64_t frac = x << lead << 1;   /* the bits after the leading one, at the top */
-  unsigned i = (unsigned)(frac >> (64 - LOG_TABLE_BITS));
-  double t = (double)(int64_t)((frac << LOG_TABLE_BITS) >> 11) * (1.0 / 9007199254740992.0); /* [0, 1) */
-  double log2_m = log2_table[i] + t * (log2_table[i + 1] - log2_table[i]);
-  return ((double)(53 - (63 - lead)) - log2_m) * 0.69314718055994530942;
+  if (unlikely(!atomic_load_explicit(&log_table_ready, memory_order_acquire))) log_table_fill();
+  double d = (double)(int64_t)x; /* exact: x has at most 53 bits (signed: one instruction) */
+  uint64_t b;
+  memcpy(&b, &d, sizeof(b));
+  int e = (int)(b >> 52) - 1023;
+  unsigned i = (unsigned)(b >> (52 - LOG_TABLE_BITS)) & ((1u << LOG_TABLE_BITS) - 1);
+  uint64_t mb = (b & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
+  double m;
+  memcpy(&m, &mb, sizeof(m));
+  double r = m * log_table[i].inv_c - 1.0;
+  double ln_1r = r * (1.0 + r * (-0.5 + r * (1.0 / 3 + r * (-0.25 + r * 0.2))));
+  return (53 - e) * 0.69314718055994530942 - log_table[i].ln_c - ln_1r;
 }
 
 /* A draw from the exponential distribution of mean `mean` (t's generator, seeded on
@@ -461,14 +472,24 @@ bool prof_record_alloc(void *ptr, size_t usize, const uintptr_t *pcs, unsigned d
 
 /* The weights of recently sampled sizes (a program samples a few sizes over and over):
  * one exp per size and period instead of one per sample. Shard lock held. */
+static size_t weight_slot(size_t usize) {
+  return (size_t)(((uint64_t)usize * 0x9E3779B97F4A7C15ull) >> 58) & (WEIGHT_CACHE - 1);
+}
+
 static double weight_of(prof_shard_t *sh, size_t usize, uint64_t mean) {
-  size_t i = (size_t)(((uint64_t)usize * 0x9E3779B97F4A7C15ull) >> 58) & (WEIGHT_CACHE - 1);
+  size_t i = weight_slot(usize);
   if (sh->weights[i].usize != usize || sh->weights[i].period != mean) {
     sh->weights[i].usize = usize;
     sh->weights[i].period = mean;
     sh->weights[i].weight = prof_sample_weight(usize, mean);
   }
   return sh->weights[i].weight;
+}
+
+void prof_record_prefetch(unsigned shard, size_t usize) {
+  prof_shard_t *sh = &shards[shard & (PROF_SHARDS - 1)];
+  __builtin_prefetch(&sh->lock, 1);
+  __builtin_prefetch(&sh->weights[weight_slot(usize)], 0);
 }
 
 /* The bound on live records, shared out among the shards. */
@@ -564,6 +585,7 @@ bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, uintptr_t key, unsig
                                uintptr_t hi, const prof_mark_t *mark) {
   if (t->busy || !ptr) return false;
   t->busy = true;
+  prof_record_prefetch(shard, usize);
   uintptr_t pcs[PROF_DEPTH_MAX + PROF_TRIM_FRAMES];
   unsigned max = config.max_depth + PROF_TRIM_FRAMES;
   unsigned depth = t->unwind_start ? prof_unwind_capture_from(t->unwind_start, pcs, max, 0)

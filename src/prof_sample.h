@@ -138,6 +138,10 @@ unsigned prof_sample_lg(void);
 /* The shard of a record the allocator keys by its own value (prof_record_alloc's, by
  * the pointer): a hash of it. */
 unsigned prof_shard_of(uintptr_t key);
+/* A hint, before a sample's stack is captured: the lines of shard `shard` its record of
+ * a block of usize bytes will write (the capture's few hundred instructions hide their
+ * misses). */
+void prof_record_prefetch(unsigned shard, size_t usize);
 
 /* Records ptr (of usable size usize) with an already captured stack (its shard by ptr). */
 bool prof_record_alloc(void *ptr, size_t usize, const uintptr_t *pcs, unsigned depth);
