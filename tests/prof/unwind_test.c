@@ -170,11 +170,11 @@ static void bench(unsigned n) {
 }
 
 int main(int argc, char **argv) {
+  prof_modules_note_startup(); /* as the library's constructor does with prof:true; the memo keeps steps of these modules only */
   if (argc == 3 && strcmp(argv[1], "bench") == 0) {
     bench((unsigned)atoi(argv[2]));
     return 0;
   }
-  prof_modules_note_startup(); /* the memo keeps steps of these modules only */
   check_main_chain();
   pthread_t th;
   CHECK(pthread_create(&th, NULL, thread_chain, NULL) == 0, "pthread_create");
