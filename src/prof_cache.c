@@ -9,8 +9,11 @@
 #include "tcache.h"
 
 uint16_t prof_cache_lookup[(LOOKUP_MAX >> 4) + 1];
+/* 1.0 / each cached class's size: a bin's draw multiplies instead of dividing. */
+static double inv_class_size[NCACHED_MAX];
 
 void prof_cache_boot(void) {
+  for (unsigned c = 0; c < NCACHED_MAX; c++) inv_class_size[c] = 1.0 / (double)class_infos[c].size;
   for (size_t i = 0; i <= LOOKUP_MAX >> 4; i++) {
     unsigned c = class_of_lookup[i];
     _Static_assert(offsetof(tcache_t, bins) + (NCACHED_MAX + 1) * sizeof(cache_bin_t) <= (1u << 16), "a bin's offset fits the entry's 16 bits");
@@ -23,7 +26,7 @@ void prof_cache_boot(void) {
 static void arm_bin(tcache_t *tc, unsigned c) {
   cache_bin_t *b = tcache_bin(tc, c);
   uint64_t count = cache_bin_nmalloc(tc, b);
-  uint64_t blocks = prof_blocks_until_sample(&tls_thread.prof, class_infos[c].size);
+  uint64_t blocks = prof_blocks_until_sample_inv(&tls_thread.prof, inv_class_size[c]);
   b->nmalloc_raw = 0 - blocks; /* blocks increments from 0 */
   tc->nmalloc_bias[c + 1] = b->nmalloc_raw - count;
 }

@@ -495,14 +495,19 @@ static void cache_store(uintptr_t pc, uint64_t generation, const row_t *row, boo
                     .cfa_reg = (uint8_t)row->cfa_reg, .signal_frame = signal_frame,
                     .rsp_is_cfa = row->regs[PROF_REG_RSP].kind == RULE_SAME, .outermost = ra == RULE_UNDEF,
                     .permanent = prof_modules_permanent(pc)};
-  for (unsigned i = 0; i < PROF_NREGS; i++) {
-    const rule_t *r = &row->regs[i];
-    if (r->kind == RULE_SAME && i != PROF_REG_RSP) c.keep_mask |= 1u << i;
-    else if (r->kind == RULE_OFFSET && c.nsaved < ROW_CACHE_SAVED && fits_int16(r->value)) {
-      c.saved_reg[c.nsaved] = (uint8_t)i;
-      c.saved_offset[c.nsaved++] = (int16_t)r->value;
-    } else if (r->kind != RULE_UNDEF && !(r->kind == RULE_SAME && i == PROF_REG_RSP)) {
-      return;
+  /* The walk's own registers first (PROF_CFI_WALK_REGS: the lockless walk restores
+   * only those, from the row's first saved entries), then the others. */
+  for (unsigned pass = 0; pass < 2; pass++) {
+    for (unsigned i = 0; i < PROF_NREGS; i++) {
+      if ((((PROF_CFI_WALK_REGS >> i) & 1) != 0) != (pass == 0)) continue;
+      const rule_t *r = &row->regs[i];
+      if (r->kind == RULE_SAME && i != PROF_REG_RSP) c.keep_mask |= 1u << i;
+      else if (r->kind == RULE_OFFSET && c.nsaved < ROW_CACHE_SAVED && fits_int16(r->value)) {
+        c.saved_reg[c.nsaved] = (uint8_t)i;
+        c.saved_offset[c.nsaved++] = (int16_t)r->value;
+      } else if (r->kind != RULE_UNDEF && !(r->kind == RULE_SAME && i == PROF_REG_RSP)) {
+        return;
+      }
     }
   }
   for (unsigned k = 0; k < c.nsaved; k++) {

@@ -141,23 +141,55 @@ static inline __attribute__((always_inline)) bool prof_cfi_row_copy(const cached
   return !(out->row.seq & 1) && __atomic_load_n(&slot->seq, __ATOMIC_RELAXED) == out->row.seq;
 }
 
+/* The registers a walk needs from frame to frame: the return address, the stack
+ * pointer (a signal frame saves it) and the frame pointer (the CFA of frames that keep
+ * one). Rows list their saved entries for these first (cache_store). */
+#define PROF_CFI_WALK_REGS ((1u << PROF_REG_RIP) | (1u << PROF_REG_RSP) | (1u << PROF_REG_RBP))
+
+/* prof_cfi_apply_cached for the lockless walk, restoring only the walk's registers
+ * (the row's first saved entries, at most three): the other saved registers become
+ * unknown instead of being read (4-7 reads a frame, for values only a rare row uses as
+ * its CFA). A row whose CFA register is unknown is then not decided here
+ * (PROF_STEP_NO_FDE: the walk goes under the lock, from the start, restoring every
+ * register), so the walk's result is the one the full step gives. */
+static inline __attribute__((always_inline)) prof_step_t prof_cfi_apply_walk(const prof_memory_t *mem,
+                                                                              const cached_row_t *c,
+                                                                              prof_regs_t *regs) {
+  if (!(regs->valid & (1u << c->cfa_reg))) return PROF_STEP_NO_FDE;
+  if (c->outermost) return PROF_STEP_END;
+  uintptr_t cfa = regs->r[c->cfa_reg] + (uintptr_t)(int64_t)c->cfa_offset;
+  if (!c->signal_frame && cfa <= regs->r[PROF_REG_RSP]) return PROF_STEP_BAD; /* must move up */
+  uint32_t valid = regs->valid & c->keep_mask;
+  for (unsigned k = 0; k < 3 && k < c->nsaved && ((PROF_CFI_WALK_REGS >> c->saved_reg[k]) & 1); k++) {
+    uintptr_t at = cfa + (uintptr_t)(int64_t)c->saved_offset[k];
+    if (at < mem->stack_lo || at > mem->stack_hi - 8) return PROF_STEP_NO_FDE; /* the walk under the lock reads it */
+    memcpy(&regs->r[c->saved_reg[k]], (const void *)at, 8);
+    valid |= 1u << c->saved_reg[k];
+  }
+  if (!(valid & (1u << PROF_REG_RIP))) return PROF_STEP_BAD;
+  if (c->rsp_is_cfa) {
+    regs->r[PROF_REG_RSP] = cfa;
+    valid |= 1u << PROF_REG_RSP;
+  }
+  regs->valid = valid;
+  return regs->r[PROF_REG_RIP] ? PROF_STEP_OK : PROF_STEP_END;
+}
+
 /* A step outside the loader's lock, from a row cached for the table of `generation`:
  * PROF_STEP_NO_FDE when it cannot be decided so (no such row, a row being written, a
- * register saved outside the thread's stack). *permanent is cleared when the row's PC
- * is not in a module that is never unloaded. */
+ * register saved outside the thread's stack, a CFA register not restored).
+ * *permanent is cleared when the row's PC is not in a module that is never unloaded. */
+/* The row it used is left in *copy (for the unwinder's memo of steps: prof_unwind.c). */
 static inline __attribute__((always_inline)) prof_step_t prof_cfi_step_lockless(const prof_memory_t *mem,
-                                                                                 prof_regs_t *regs,
-                                                                                 bool pc_is_return_address,
+                                                                                 prof_regs_t *regs, uintptr_t pc,
                                                                                  uint64_t generation,
-                                                                                 bool *permanent) {
-  uintptr_t pc = regs->r[PROF_REG_RIP] - (pc_is_return_address ? 1 : 0);
+                                                                                 bool *permanent, row_words_t *copy) {
   const cached_row_t *set = prof_cfi_row_set(pc);
   const cached_row_t *slot = __atomic_load_n(&set[0].pc, __ATOMIC_RELAXED) == pc ? &set[0] : &set[1];
-  row_words_t copy;
-  if (!prof_cfi_row_copy(slot, &copy)) return PROF_STEP_NO_FDE;
-  if (pc == 0 || copy.row.pc != pc || copy.row.generation != generation) return PROF_STEP_NO_FDE;
-  *permanent = *permanent && copy.row.permanent;
-  return prof_cfi_apply_cached(mem, &copy.row, regs, true);
+  if (!prof_cfi_row_copy(slot, copy)) return PROF_STEP_NO_FDE;
+  if (pc == 0 || copy->row.pc != pc || copy->row.generation != generation) return PROF_STEP_NO_FDE;
+  *permanent = *permanent && copy->row.permanent;
+  return prof_cfi_apply_walk(mem, &copy->row, regs);
 }
 
 #endif

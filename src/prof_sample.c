@@ -14,10 +14,10 @@
 /* A stack's counters within one shard (stack->per_shard): the records of that shard add
  * to them, under its lock; a snapshot adds the shards up. */
 typedef struct shard_counts {
+  prof_counts_t counts; /* one cache line: a record and its free touch no other */
   struct shard_counts *next_in_shard; /* the shard's, newest first */
   const prof_stack_t *stack;
-  prof_counts_t counts;
-} shard_counts_t;
+} __attribute__((aligned(64))) shard_counts_t;
 
 typedef struct prof_record {
   struct prof_record *next; /* hash chain, or the free list */
@@ -27,7 +27,57 @@ typedef struct prof_record {
   size_t usize;
   double weight;
   const prof_mark_t *mark; /* how the allocator marked the block, or NULL */
-} prof_record_t;
+} __attribute__((aligned(64))) prof_record_t; /* one cache line each */
+
+/* A shard's lock: a compare-and-swap to take it, a plain store to release it (one
+ * locked instruction a round trip where lock_t's release, which checks for sleepers,
+ * takes a second: each costs a sample some nanoseconds as it drains the store buffer).
+ * Held for a record's insertion or removal (~100 instructions), rarely contended
+ * (shards are per arena): a waiter spins a little, then yields the CPU to the holder. */
+typedef struct shard_lock {
+  _Atomic uint32_t holder; /* 0 free, else the holder's lock_my_id() */
+  bool fork_skipped;       /* fork found it held by the forking thread itself */
+} shard_lock_t;
+
+#define SHARD_LOCK_SPINS 64
+
+static __attribute__((noinline, cold)) void shard_lock_wait(shard_lock_t *l, uint32_t me) {
+  for (unsigned spins = 0;; spins++) {
+    if (!atomic_load_explicit(&l->holder, memory_order_relaxed)) {
+      uint32_t expected = 0;
+      if (atomic_compare_exchange_weak_explicit(&l->holder, &expected, me, memory_order_acquire, memory_order_relaxed))
+        return;
+    }
+    if (spins < SHARD_LOCK_SPINS) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    } else {
+      os_yield();
+    }
+  }
+}
+
+static inline __attribute__((always_inline)) void shard_lock_acquire(shard_lock_t *l) {
+  uint32_t me = lock_my_id(), expected = 0;
+  if (unlikely(!atomic_compare_exchange_strong_explicit(&l->holder, &expected, me, memory_order_acquire,
+                                                        memory_order_relaxed)))
+    shard_lock_wait(l, me);
+}
+
+static inline __attribute__((always_inline)) void shard_lock_release(shard_lock_t *l) { atomic_store_explicit(&l->holder, 0, memory_order_release); }
+
+/* fork, as lock_fork_prepare: a lock the forking thread holds (fork from a signal
+ * handler that interrupted a record) is left to the interrupted code. */
+static void shard_lock_fork_prepare(shard_lock_t *l) {
+  if (atomic_load_explicit(&l->holder, memory_order_relaxed) == lock_my_id()) l->fork_skipped = true;
+  else shard_lock_acquire(l);
+}
+
+static void shard_lock_fork_release(shard_lock_t *l) {
+  if (l->fork_skipped) l->fork_skipped = false;
+  else shard_lock_release(l);
+}
 
 #define RECORD_CHUNK ((size_t)4 << 10)
 #define SHARD_BUCKETS_MIN 64
@@ -37,10 +87,12 @@ typedef struct prof_record {
  * pointer per shard, its free records, its stack counters and its weights. */
 #define WEIGHT_CACHE 32 /* a power of two */
 typedef struct prof_shard {
-  lock_t lock;
+  /* What a record and its free use, in the first cache line. */
+  shard_lock_t lock;
   prof_record_t **buckets;
-  size_t nbuckets, count;
   prof_record_t *free_list;
+  uint32_t nbuckets, count;
+  _Atomic uint32_t *_Atomic filter; /* PROF_RECORD_FILTER counts, or NULL: no record yet */
   shard_counts_t *counts_list;
   shard_counts_t *counts_free; /* unused entries of the last chunk */
   size_t counts_free_n;
@@ -112,13 +164,54 @@ static uint64_t splitmix64(uint64_t *state) {
 
 uint64_t prof_sample_period(void) { return atomic_load_explicit(&period, memory_order_relaxed); }
 
+/* -ln(u) for u = x / 2^53, x in [1, 2^53] (an exponential draw of mean 1 from a
+ * uniform x), as 53 ln 2 - ln(x): ln(x) = e ln 2 + ln(c) + ln(1 + r) with x = m 2^e,
+ * m in [1, 2), c the middle of m's sixteenth of [1, 2) (its first 4 fraction bits),
+ * r = m / c - 1 (|r| < 1/32, from a table of 1 / c: no division) and ln(1 + r) by five
+ * terms of its series (the next, r^6 / 6, below 2e-10). ~25 instructions, no division,
+ * and a table of 256 bytes (four cache lines; one of 256 entries, interpolated, was
+ * tried: its 2 KiB missed the cache at nearly every draw of a program using much
+ * memory). Filled once, under the stacks' lock. */
+#define LOG_TABLE_BITS 4
+static struct {
+  double inv_c, ln_c;
+} log_table[1u << LOG_TABLE_BITS] __attribute__((aligned(64)));
+static _Atomic bool log_table_ready;
+
+static __attribute__((noinline, cold)) void log_table_fill(void) {
+  lock_acquire(&stack_lock);
+  if (!atomic_load_explicit(&log_table_ready, memory_order_relaxed)) {
+    for (unsigned i = 0; i < 1u << LOG_TABLE_BITS; i++) {
+      double c = 1.0 + ((double)i + 0.5) / (double)(1u << LOG_TABLE_BITS);
+      log_table[i].inv_c = 1.0 / c;
+      log_table[i].ln_c = prof_log(c);
+    }
+    atomic_store_explicit(&log_table_ready, true, memory_order_release);
+  }
+  lock_release(&stack_lock);
+}
+
+static inline double neg_log_unit(uint64_t x) {
+  if (unlikely(!atomic_load_explicit(&log_table_ready, memory_order_acquire))) log_table_fill();
+  double d = (double)(int64_t)x; /* exact: x has at most 53 bits (signed: one instruction) */
+  uint64_t b;
+  memcpy(&b, &d, sizeof(b));
+  int e = (int)(b >> 52) - 1023;
+  unsigned i = (unsigned)(b >> (52 - LOG_TABLE_BITS)) & ((1u << LOG_TABLE_BITS) - 1);
+  uint64_t mb = (b & 0x000fffffffffffffull) | 0x3ff0000000000000ull;
+  double m;
+  memcpy(&m, &mb, sizeof(m));
+  double r = m * log_table[i].inv_c - 1.0;
+  double ln_1r = r * (1.0 + r * (-0.5 + r * (1.0 / 3 + r * (-0.25 + r * 0.2))));
+  return (53 - e) * 0.69314718055994530942 - log_table[i].ln_c - ln_1r;
+}
+
 /* A draw from the exponential distribution of mean `mean` (t's generator, seeded on
  * first use). */
 static double draw_exponential(prof_thread_t *t, uint64_t mean) {
-  if (t->prng == 0) t->prng = (uint64_t)(uintptr_t)t ^ os_now_ns() ^ 0x5851F42D4C957F2Dull;
-  /* u uniform in (0, 1]: -ln(u) is exponential with mean 1. */
-  double u = (double)((splitmix64(&t->prng) >> 11) + 1) * (1.0 / 9007199254740992.0);
-  return -prof_log(u) * (double)mean;
+  if (unlikely(t->prng == 0)) t->prng = (uint64_t)(uintptr_t)t ^ os_now_ns() ^ 0x5851F42D4C957F2Dull;
+  /* x uniform in [1, 2^53]: u = x / 2^53 in (0, 1], -ln(u) exponential with mean 1. */
+  return neg_log_unit((splitmix64(&t->prng) >> 11) + 1) * (double)(int64_t)mean; /* mean <= 2^40 */
 }
 
 uint64_t prof_bytes_until_sample(prof_thread_t *t) {
@@ -133,8 +226,12 @@ uint64_t prof_blocks_until_sample(prof_thread_t *t, size_t usize) {
   /* The first sample point past the stream's start, in bytes, falls in block
    * floor(bytes / usize) + 1; each block is then sampled with probability
    * 1 - exp(-usize / period), as prof_sample_weight assumes. */
-  double blocks = draw_exponential(t, prof_sample_period()) / (double)usize;
-  return blocks >= 4.0e18 ? (uint64_t)4e18 : (uint64_t)blocks + 1;
+  return prof_blocks_until_sample_inv(t, 1.0 / (double)usize);
+}
+
+uint64_t prof_blocks_until_sample_inv(prof_thread_t *t, double inv_usize) {
+  double blocks = draw_exponential(t, prof_sample_period()) * inv_usize;
+  return blocks >= 4.0e18 ? (uint64_t)4e18 : (uint64_t)(int64_t)blocks + 1;
 }
 
 double prof_sample_weight(size_t usize, uint64_t mean) {
@@ -231,35 +328,69 @@ static prof_stack_t *stack_intern(const uintptr_t *pcs, unsigned depth, uint64_t
   return s;
 }
 
+/* The thread's last interned stack: a thread samples one site over and over (a loop's
+ * allocation), and comparing its few frames costs less than hashing them and probing the
+ * table (and reads no line of it). Stacks are never freed: the pointer stays valid. */
+static __thread prof_stack_t *tls_last_stack __attribute__((tls_model("initial-exec")));
+
+static prof_stack_t *stack_of(const uintptr_t *pcs, unsigned depth) {
+  prof_stack_t *last = tls_last_stack;
+  if (last != NULL && last->depth == depth && same_pcs(last->pcs, pcs, depth)) return last;
+  prof_stack_t *s = stack_intern(pcs, depth, hash_pcs(pcs, depth));
+  if (s != NULL) tls_last_stack = s;
+  return s;
+}
+
 /* ---------------------------------------------------------------- records */
 
-static prof_shard_t *shard_of(uintptr_t key) {
-  return &shards[((uint64_t)key * 0x9E3779B97F4A7C15ull) >> 60 & (PROF_SHARDS - 1)];
-}
+unsigned prof_shard_of(uintptr_t key) { return (unsigned)(((uint64_t)key * 0x9E3779B97F4A7C15ull) >> 60) & (PROF_SHARDS - 1); }
 
 static size_t record_bucket(const prof_shard_t *sh, uintptr_t ptr) {
   return (size_t)(((uint64_t)ptr * 0x9E3779B97F4A7C15ull) >> 20) & (sh->nbuckets - 1);
 }
 
-/* How many live records hash to each slot (atomic adds under the records' shard locks,
- * read without a lock), so that a free on a marked page of a block that is not sampled
+/* How many live records of each shard hash to each slot (written under the shard's
+ * lock, read without a lock), so that a free on a marked page of a block that is not sampled
  * (its neighbours') most often leaves without a lock. A block's record is in before
  * malloc returns it, so any free of it, ordered after that return, sees its slot's count
  * at 1 or more. */
-_Atomic uint32_t prof_record_filter[PROF_RECORD_FILTER];
+#define PROF_RECORD_FILTER 1024 /* a power of two */
 
-static inline void filter_add(uintptr_t ptr, int32_t delta) {
-  atomic_fetch_add_explicit(prof_record_filter_slot(ptr), (uint32_t)delta, memory_order_relaxed);
+static size_t filter_index(uintptr_t ptr) {
+  return (size_t)(((uint64_t)ptr * 0x9E3779B97F4A7C15ull) >> 54) & (PROF_RECORD_FILTER - 1);
+}
+
+/* Under the shard's lock, which every writer of its filter holds: a load and a store,
+ * no locked read-modify-write (readers only load). The filter exists: the record does. */
+static inline void filter_add(prof_shard_t *sh, uintptr_t ptr, int32_t delta) {
+  _Atomic uint32_t *slot = &atomic_load_explicit(&sh->filter, memory_order_relaxed)[filter_index(ptr)];
+  atomic_store_explicit(slot, atomic_load_explicit(slot, memory_order_relaxed) + (uint32_t)delta, memory_order_relaxed);
+}
+
+/* False when ptr is surely not recorded in sh; no lock. */
+static inline bool filter_maybe(prof_shard_t *sh, uintptr_t ptr) {
+  _Atomic uint32_t *f = atomic_load_explicit(&sh->filter, memory_order_acquire);
+  return f != NULL && atomic_load_explicit(&f[filter_index(ptr)], memory_order_relaxed) != 0;
+}
+
+/* The shard's filter, made with its first record. Shard lock held. */
+static bool filter_ready(prof_shard_t *sh) {
+  if (atomic_load_explicit(&sh->filter, memory_order_relaxed)) return true;
+  _Atomic uint32_t *f = prof_meta_alloc(PROF_RECORD_FILTER * sizeof(*f)); /* zeroed */
+  if (!f) return false;
+  atomic_store_explicit(&sh->filter, f, memory_order_release);
+  return true;
 }
 
 static bool record_buckets_grow(prof_shard_t *sh) {
-  size_t n = sh->nbuckets ? sh->nbuckets * 2 : SHARD_BUCKETS_MIN;
+  size_t n = sh->nbuckets ? (size_t)sh->nbuckets * 2 : SHARD_BUCKETS_MIN;
+  if (n > UINT32_MAX) return false;
   prof_record_t **b = prof_meta_alloc(n * sizeof(*b));
   if (!b) return false;
   size_t old_n = sh->nbuckets;
   prof_record_t **old = sh->buckets;
   sh->buckets = b;
-  sh->nbuckets = n;
+  sh->nbuckets = (uint32_t)n;
   for (size_t i = 0; i < old_n; i++) {
     for (prof_record_t *r = old[i], *next; r; r = next) {
       next = r->next;
@@ -327,28 +458,38 @@ static void counts_remove(prof_counts_t *c, size_t usize, double weight) {
 }
 
 /* Forgets record r (taken off its chain already). Its shard's lock held. */
-static void record_forget(prof_record_t *r) {
+static void record_forget(prof_shard_t *sh, prof_record_t *r) {
   counts_remove(&r->counts->counts, r->usize, r->weight);
   size_t padding = padding_of(r);
   if (padding != 0) atomic_fetch_sub_explicit(&sampled_padding, padding, memory_order_relaxed);
-  filter_add(r->ptr, -1);
+  filter_add(sh, r->ptr, -1);
   if (r->mark) r->mark->forget(r->ptr, r->key);
 }
 
 bool prof_record_alloc(void *ptr, size_t usize, const uintptr_t *pcs, unsigned depth) {
-  return prof_record_alloc_marked(ptr, (uintptr_t)ptr, usize, pcs, depth, NULL);
+  return prof_record_alloc_marked(ptr, (uintptr_t)ptr, prof_shard_of((uintptr_t)ptr), usize, pcs, depth, NULL);
 }
 
 /* The weights of recently sampled sizes (a program samples a few sizes over and over):
  * one exp per size and period instead of one per sample. Shard lock held. */
+static size_t weight_slot(size_t usize) {
+  return (size_t)(((uint64_t)usize * 0x9E3779B97F4A7C15ull) >> 58) & (WEIGHT_CACHE - 1);
+}
+
 static double weight_of(prof_shard_t *sh, size_t usize, uint64_t mean) {
-  size_t i = (size_t)(((uint64_t)usize * 0x9E3779B97F4A7C15ull) >> 58) & (WEIGHT_CACHE - 1);
+  size_t i = weight_slot(usize);
   if (sh->weights[i].usize != usize || sh->weights[i].period != mean) {
     sh->weights[i].usize = usize;
     sh->weights[i].period = mean;
     sh->weights[i].weight = prof_sample_weight(usize, mean);
   }
   return sh->weights[i].weight;
+}
+
+void prof_record_prefetch(unsigned shard, size_t usize) {
+  prof_shard_t *sh = &shards[shard & (PROF_SHARDS - 1)];
+  __builtin_prefetch(&sh->lock, 1);
+  __builtin_prefetch(&sh->weights[weight_slot(usize)], 0);
 }
 
 /* The bound on live records, shared out among the shards. */
@@ -362,6 +503,7 @@ static bool shard_insert(prof_shard_t *sh, prof_stack_t *s, void *ptr, uintptr_t
                          const prof_mark_t *mark) {
   if (sh->count >= shard_max_records()) return false;
   if (sh->count + 1 > sh->nbuckets && !record_buckets_grow(sh)) return false; /* chains of one */
+  if (!filter_ready(sh)) return false;
   shard_counts_t *c = shard_counts(sh, s);
   prof_record_t *r = c ? record_new(sh) : NULL;
   if (!r) return false;
@@ -381,30 +523,32 @@ static bool shard_insert(prof_shard_t *sh, prof_stack_t *s, void *ptr, uintptr_t
   r->next = sh->buckets[j];
   sh->buckets[j] = r;
   sh->count++;
-  filter_add(r->ptr, 1);
+  filter_add(sh, r->ptr, 1);
   counts_add(&c->counts, usize, weight, false);
   size_t padding = padding_of(r);
   if (padding != 0) atomic_fetch_add_explicit(&sampled_padding, padding, memory_order_relaxed);
   return true;
 }
 
-bool prof_record_alloc_marked(void *ptr, uintptr_t key, size_t usize, const uintptr_t *pcs, unsigned depth,
-                              const prof_mark_t *mark) {
+bool prof_record_alloc_marked(void *ptr, uintptr_t key, unsigned shard, size_t usize, const uintptr_t *pcs,
+                              unsigned depth, const prof_mark_t *mark) {
   if (!ptr) return false;
   if (depth > config.max_depth) depth = config.max_depth;
-  /* Hash and interned stack before the shard's lock: it is held for less. */
-  prof_stack_t *s = stack_intern(pcs, depth, hash_pcs(pcs, depth));
-  prof_shard_t *sh = shard_of(key);
-  lock_acquire(&sh->lock);
+  /* The interned stack before the shard's lock: it is held for less. */
+  prof_stack_t *s = stack_of(pcs, depth);
+  prof_shard_t *sh = &shards[shard & (PROF_SHARDS - 1)];
+  shard_lock_acquire(&sh->lock);
   bool ok = s && shard_insert(sh, s, ptr, key, usize, mark);
   if (!ok) sh->dropped++;
-  lock_release(&sh->lock);
+  shard_lock_release(&sh->lock);
   return ok;
 }
 
-bool prof_record_free_keyed(void *ptr, uintptr_t key) {
-  prof_shard_t *sh = shard_of(key);
-  lock_acquire(&sh->lock);
+bool prof_record_free_keyed(void *ptr, uintptr_t key, unsigned shard) {
+  (void)key; /* the shard's records are found by pointer */
+  prof_shard_t *sh = &shards[shard & (PROF_SHARDS - 1)];
+  if (!filter_maybe(sh, (uintptr_t)ptr)) return false;
+  shard_lock_acquire(&sh->lock);
   prof_record_t *found = NULL;
   if (sh->nbuckets) {
     for (prof_record_t **link = &sh->buckets[record_bucket(sh, (uintptr_t)ptr)]; *link; link = &(*link)->next) {
@@ -415,16 +559,16 @@ bool prof_record_free_keyed(void *ptr, uintptr_t key) {
     }
   }
   if (found) {
-    record_forget(found);
+    record_forget(sh, found);
     found->next = sh->free_list;
     sh->free_list = found;
     sh->count--;
   }
-  lock_release(&sh->lock);
+  shard_lock_release(&sh->lock);
   return found != NULL;
 }
 
-bool prof_record_free(void *ptr) { return prof_record_maybe_sampled(ptr) && prof_record_free_keyed(ptr, (uintptr_t)ptr); }
+bool prof_record_free(void *ptr) { return prof_record_free_keyed(ptr, (uintptr_t)ptr, prof_shard_of((uintptr_t)ptr)); }
 
 bool prof_sample_alloc(prof_thread_t *t, void *ptr, size_t usize, unsigned skip) {
   prof_bytes_until_sample(t);
@@ -437,10 +581,11 @@ bool prof_sample_alloc(prof_thread_t *t, void *ptr, size_t usize, unsigned skip)
   return ok;
 }
 
-bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, uintptr_t key, size_t usize, uintptr_t lo, uintptr_t hi,
-                               const prof_mark_t *mark) {
+bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, uintptr_t key, unsigned shard, size_t usize, uintptr_t lo,
+                               uintptr_t hi, const prof_mark_t *mark) {
   if (t->busy || !ptr) return false;
   t->busy = true;
+  prof_record_prefetch(shard, usize);
   uintptr_t pcs[PROF_DEPTH_MAX + PROF_TRIM_FRAMES];
   unsigned max = config.max_depth + PROF_TRIM_FRAMES;
   unsigned depth = t->unwind_start ? prof_unwind_capture_from(t->unwind_start, pcs, max, 0)
@@ -448,7 +593,7 @@ bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, uintptr_t key, size_
   unsigned first = 0;
   for (unsigned i = 0; i < depth && i < PROF_TRIM_FRAMES; i++)
     if (pcs[i] >= lo && pcs[i] < hi) first = i + 1;
-  bool ok = prof_record_alloc_marked(ptr, key, usize, pcs + first, depth - first, mark);
+  bool ok = prof_record_alloc_marked(ptr, key, shard, usize, pcs + first, depth - first, mark);
   t->busy = false;
   return ok;
 }
@@ -456,11 +601,11 @@ bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, uintptr_t key, size_
 /* Every lock of the tables, in their order: the stacks' first, then the shards'. */
 static void lock_all(void) {
   lock_acquire(&stack_lock);
-  for (unsigned k = 0; k < PROF_SHARDS; k++) lock_acquire(&shards[k].lock);
+  for (unsigned k = 0; k < PROF_SHARDS; k++) shard_lock_acquire(&shards[k].lock);
 }
 
 static void unlock_all(void) {
-  for (unsigned k = PROF_SHARDS; k-- > 0;) lock_release(&shards[k].lock);
+  for (unsigned k = PROF_SHARDS; k-- > 0;) shard_lock_release(&shards[k].lock);
   lock_release(&stack_lock);
 }
 
@@ -469,7 +614,7 @@ static void shard_reset(prof_shard_t *sh) {
   for (size_t i = 0; i < sh->nbuckets; i++) {
     for (prof_record_t *r = sh->buckets[i], *next; r; r = next) {
       next = r->next;
-      filter_add(r->ptr, -1);
+      filter_add(sh, r->ptr, -1);
       if (r->mark) r->mark->forget(r->ptr, r->key);
       r->next = sh->free_list;
       sh->free_list = r;
@@ -589,11 +734,11 @@ void prof_snapshot_sort_allocated(prof_snapshot_t *s) { heap_sort(s, allocated_l
 
 void prof_sample_fork_prepare(void) {
   lock_fork_prepare(&stack_lock);
-  for (unsigned k = 0; k < PROF_SHARDS; k++) lock_fork_prepare(&shards[k].lock);
+  for (unsigned k = 0; k < PROF_SHARDS; k++) shard_lock_fork_prepare(&shards[k].lock);
 }
 
 void prof_sample_fork_parent(void) {
-  for (unsigned k = PROF_SHARDS; k-- > 0;) lock_fork_release(&shards[k].lock);
+  for (unsigned k = PROF_SHARDS; k-- > 0;) shard_lock_fork_release(&shards[k].lock);
   lock_fork_release(&stack_lock);
 }
 

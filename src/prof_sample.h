@@ -9,8 +9,9 @@
  * s/p(s) bytes gives unbiased estimates (docs/profiling.md).
  *
  * A sampled block's record lives here, out of band, in one of PROF_SHARDS hash tables by
- * pointer, each with its own lock, chosen by a key the allocator gives (the block's
- * extent): threads sampling at once rarely meet. The allocator marks sampled blocks so
+ * pointer, each with its own lock and its own record filter, chosen by the allocator
+ * (the arena of the block's extent): threads of different arenas, which sample at once,
+ * write no common line. The allocator marks sampled blocks so
  * that free only calls prof_record_free for them. Stacks are interned (deduplicated by
  * hash, found without a lock) and never freed; their live and cumulative counters are
  * kept per shard and added up by the snapshots. All memory comes from base_alloc, and
@@ -64,14 +65,17 @@ typedef struct prof_counts {
 #define PROF_SHARDS 16
 
 struct shard_counts;
+/* Laid out for the look-up (base memory is aligned to 64): the hash, the depth and the
+ * first frames share the third cache line; the counters' pointer of one shard is read
+ * from the first two. */
 typedef struct prof_stack {
-  struct prof_stack *next_in_order; /* every stack, newest first (for snapshots) */
-  uint64_t hash;
   /* Its counters in each shard that has recorded it (NULL: none yet), written once under
    * that shard's lock. */
   struct shard_counts *per_shard[PROF_SHARDS];
+  struct prof_stack *next_in_order; /* every stack, newest first (for snapshots) */
   unsigned index; /* 0 for the first stack interned, 1 for the next, ... */
   unsigned depth;
+  uint64_t hash;
   uintptr_t pcs[]; /* innermost first */
 } prof_stack_t;
 
@@ -94,6 +98,8 @@ uint64_t prof_bytes_until_sample(prof_thread_t *t);
  * including the next sampled one, drawn with t's generator. The same process as the
  * byte countdown's, counted in blocks. */
 uint64_t prof_blocks_until_sample(prof_thread_t *t, size_t usize);
+/* The same, given 1.0 / usize (no division). */
+uint64_t prof_blocks_until_sample_inv(prof_thread_t *t, double inv_usize);
 
 /* The fast-path test, for the allocator to inline. */
 static inline bool prof_sample_due(prof_thread_t *t, size_t usize) {
@@ -120,8 +126,8 @@ static inline bool prof_sample_first_due(prof_thread_t *t, size_t usize) {
  * including the outermost one, among the innermost PROF_TRIM_FRAMES, whose PC lies in
  * [lo, hi) (the allocator's entry points). Without such a frame nothing is left out. */
 #define PROF_TRIM_FRAMES 12
-bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, uintptr_t key, size_t usize, uintptr_t lo, uintptr_t hi,
-                               const prof_mark_t *mark);
+bool prof_sample_alloc_outside(prof_thread_t *t, void *ptr, uintptr_t key, unsigned shard, size_t usize, uintptr_t lo,
+                               uintptr_t hi, const prof_mark_t *mark);
 
 /* prof.reset: forgets every sampled block and zeroes every stack's counters, then sets
  * the mean interval to 2^lg_sample. */
@@ -129,31 +135,35 @@ void prof_sample_reset(unsigned lg_sample);
 /* The current lg of the mean interval. */
 unsigned prof_sample_lg(void);
 
+/* The shard of a record the allocator keys by its own value (prof_record_alloc's, by
+ * the pointer): a hash of it. */
+unsigned prof_shard_of(uintptr_t key);
+/* A hint, before a sample's stack is captured: the lines of shard `shard` its record of
+ * a block of usize bytes will write (the capture's few hundred instructions hide their
+ * misses). */
+void prof_record_prefetch(unsigned shard, size_t usize);
+
 /* Records ptr (of usable size usize) with an already captured stack (its shard by ptr). */
 bool prof_record_alloc(void *ptr, size_t usize, const uintptr_t *pcs, unsigned depth);
-/* The same for a block the allocator marks in place (mark may be NULL), in the shard of
- * key (the same key must be given to free it; marks made under one shard's lock are
- * serialized: blocks whose marks share state must share a key): mark->mark runs under
+/* The same for a block the allocator marks in place (mark may be NULL), in shard `shard`
+ * (< PROF_SHARDS; the same key and shard must be given to free it; marks made under one
+ * shard's lock are serialized: blocks whose marks share state must share a key and a
+ * shard): mark->mark runs under
  * the shard's lock once the record is in (false: the block cannot be marked, the record
  * is dropped), mark->forget under that lock when the record goes (free, realloc,
  * prof.reset). */
-bool prof_record_alloc_marked(void *ptr, uintptr_t key, size_t usize, const uintptr_t *pcs, unsigned depth,
-                              const prof_mark_t *mark);
-/* Forgets a sampled block recorded under key (free, or the old block of a realloc).
- * Returns false if ptr was not sampled. Call when prof_record_maybe_sampled(ptr). */
-bool prof_record_free_keyed(void *ptr, uintptr_t key);
+bool prof_record_alloc_marked(void *ptr, uintptr_t key, unsigned shard, size_t usize, const uintptr_t *pcs,
+                              unsigned depth, const prof_mark_t *mark);
+/* Forgets a sampled block recorded under key in shard (free, or the old block of a
+ * realloc). Returns false if ptr was not sampled. Most frees of blocks that were not
+ * sampled (the neighbours of a sampled block on its marked page) leave at the shard's
+ * record filter, without the lock: a filter of the shard's live records' counts by
+ * hashed address, read without a lock (one per shard, allocated with the shard's first
+ * record, so that threads of different arenas write no common line of it). */
+bool prof_record_free_keyed(void *ptr, uintptr_t key, unsigned shard);
 /* prof_record_free_keyed for a block recorded by prof_record_alloc (key ptr). */
 bool prof_record_free(void *ptr);
-/* False when ptr is surely not sampled (a filter of live records' counts by hashed
- * address, read without a lock): a free can leave before finding its key. */
-#define PROF_RECORD_FILTER 1024 /* a power of two */
-extern _Atomic uint32_t prof_record_filter[PROF_RECORD_FILTER];
-static inline _Atomic uint32_t *prof_record_filter_slot(uintptr_t ptr) {
-  return &prof_record_filter[((uint64_t)ptr * 0x9E3779B97F4A7C15ull) >> 54 & (PROF_RECORD_FILTER - 1)];
-}
-static inline bool prof_record_maybe_sampled(const void *ptr) {
-  return atomic_load_explicit(prof_record_filter_slot((uintptr_t)ptr), memory_order_relaxed) != 0;
-}
+
 
 /* The unbiasing weight of one sampled block: 1 / (1 - e^(-usize / period)). */
 double prof_sample_weight(size_t usize, uint64_t period);

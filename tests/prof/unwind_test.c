@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* The unwinder against known call chains: through a shared library built with -O2
  * -fomit-frame-pointer (chain.c), on the main thread and on a second thread, with
- * skip, with a depth limit, and with corrupt registers (must stop, never fault).
+ * skip, with a depth limit, and with corrupt registers (must stop, never fault); the
+ * modules loaded at start noted permanent first, so that the walks use the thread's
+ * memo of steps (prof_unwind.c), which captures of other depths and chains must not
+ * mislead.
  * "bench N" captures a 10-deep stack N times (for callgrind). */
 #include "chain.h"
 #include "prof_cfi.h"
+#include "prof_modules.h"
 #include "prof_symbolize.h"
 #include "prof_unwind.h"
 #include "unit.h"
@@ -108,6 +112,39 @@ __attribute__((noinline)) static void check_recursion_and_limits(void) {
   CHECK(limited.n == 5, "max 5 gave %u", limited.n);
 }
 
+/* One call site for the captures check_memo compares frame by frame. */
+__attribute__((noinline)) static void capture_at_depth(capture_t *c, unsigned depth) {
+  chain_recurse(leaf_capture, c, depth);
+  __asm__ volatile("" ::: "memory");
+}
+
+/* The memo of steps is per depth and PC: captures of one chain at depths 10, 6 and 10
+ * again, and of another chain between, must each give their own frames (the same up to
+ * capture_at_depth, frame 12 at depth 10; check_memo's return addresses differ). */
+__attribute__((noinline)) static void check_memo(void) {
+  capture_t deep = {.max = MAXF}, again = {.max = MAXF}, shallow = {.max = MAXF}, last = {.max = MAXF};
+  capture_at_depth(&deep, 10);
+  capture_at_depth(&again, 10);
+  CHECK(again.n == deep.n && deep.n > 13 && memcmp(again.pcs, deep.pcs, 13 * sizeof(deep.pcs[0])) == 0,
+        "same chain twice");
+  name_all(&again);
+  expect(&again, 12, "capture_at_depth");
+  expect(&again, 13, "check_memo");
+  capture_at_depth(&shallow, 6);
+  name_all(&shallow);
+  expect(&shallow, 0, "leaf_capture");
+  for (unsigned i = 1; i <= 7; i++) expect(&shallow, i, "chain_recurse");
+  expect(&shallow, 8, "capture_at_depth");
+  expect(&shallow, 9, "check_memo");
+  CHECK(shallow.n + 4 == deep.n, "depth 6: %u frames vs %u", shallow.n, deep.n);
+  check_chain("check_memo");
+  capture_at_depth(&last, 10);
+  CHECK(last.n == deep.n && memcmp(last.pcs, deep.pcs, 13 * sizeof(deep.pcs[0])) == 0, "depth 10 after others");
+  name_all(&last);
+  expect(&last, 13, "check_memo");
+  __asm__ volatile("" ::: "memory");
+}
+
 /* Corrupt starting registers: every step must fail cleanly. */
 static void bad_cb(const prof_module_table_t *t, void *arg) {
   (void)arg;
@@ -133,6 +170,7 @@ static void bench(unsigned n) {
 }
 
 int main(int argc, char **argv) {
+  prof_modules_note_startup(); /* as the library's constructor does with prof:true; the memo keeps steps of these modules only */
   if (argc == 3 && strcmp(argv[1], "bench") == 0) {
     bench((unsigned)atoi(argv[2]));
     return 0;
@@ -142,6 +180,7 @@ int main(int argc, char **argv) {
   CHECK(pthread_create(&th, NULL, thread_chain, NULL) == 0, "pthread_create");
   pthread_join(th, NULL);
   check_recursion_and_limits();
+  check_memo();
   CHECK(prof_modules_locked(bad_cb, NULL), "module table");
   UNIT_DONE("prof.unwind");
 }
