@@ -135,6 +135,9 @@ static void free_block_now(extent_t *e, unsigned c, void *p) {
       return;
     }
     prof_block_free(p, e);
+    /* A large block's extent is its own: forgotten by the profiler, it is an ordinary
+     * block again, which the thread's cache of large blocks may keep. */
+    if (c == CODE_LARGE) __atomic_store_n(&e->sampled, 0, __ATOMIC_RELAXED);
   }
   if (unlikely(opt_junk)) memset(p, JUNK_FREE, c < NSMALL ? class_infos[c].size : e->npages * PAGE);
   if (c < NCACHED_MAX) block_set_freed_key(p); /* a later free of p is a double free */

@@ -8,6 +8,7 @@
 #include "arena.h"
 #include "extent.h"
 #include "free_map.h"
+#include "large_cache.h"
 #include "lock.h"
 #include "options.h"
 #include "os.h"
@@ -56,9 +57,27 @@ void prof_hooks_constructed(void) {
   if (opt_prof && opt_prof_leak && leak_fd < 0) leak_fd = os_dup_stderr();
 }
 
+/* A block of the thread's cache of large blocks for a sampled request of request bytes
+ * (whole pages), or NULL. Its page-map code is already CODE_LARGE. */
+static extent_t *cached_large_block(size_t request, size_t align, bool zero) {
+  tcache_t *tc = tcache_get();
+  if (tc == NULL || align > PAGE || request <= SMALL_MAX || request > LARGE_CACHE_MAX) return NULL;
+  size_t usable = large_usable_size(request);
+  extent_t *e = large_cache_take(tc, usable);
+  if (e != NULL && zero) memset((void *)e->addr, 0, usable);
+  return e;
+}
+
 extent_t *prof_block_new(arena_t *a, size_t usize, size_t align, bool zero) {
   size_t request = (usize + PAGE_MASK) & ~(size_t)PAGE_MASK;
   if (request < usize) return NULL;
+  /* Sampled blocks of the sizes threads cache come from and go back to that cache as
+   * others do (free.c): through the arena they cost ~2,000 instructions more a sample. */
+  extent_t *cached = a == NULL ? cached_large_block(request, align, zero) : NULL;
+  if (cached != NULL) {
+    cached->sampled = 1;
+    return cached;
+  }
   void *p = arena_malloc_large(a != NULL ? a : current_arena(tcache_get()), request, align, zero);
   if (p == NULL) return NULL;
   extent_t *e = pm_extent(pagemap_get((uintptr_t)p));
