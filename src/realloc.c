@@ -144,7 +144,9 @@ NOINLINE PROF_API_ENTRY static void *realloc_block(void *p, size_t size) {
   unsigned pc = plain != NULL ? (unsigned)(plain - class_infos) : 0;
   if (plain != NULL && size <= LOOKUP_MAX && class_of_lookup[(size + 15) >> 4] == pc) return p;
   if (plain != NULL && pc < NSMALL && size <= (size_t)PTRDIFF_MAX) {
+    tls_thread.realloc_copying = true; /* a copy: see below */
     void *q = tessera_malloc_internal(size);
+    tls_thread.realloc_copying = false;
     if (q == NULL) return NULL; /* errno is ENOMEM; p is untouched */
     size_t old_usable = plain->size;
     memcpy(q, p, size < old_usable ? size : old_usable);
