@@ -10,18 +10,10 @@
  *
  *   buffers threads=4 ops=2m live=16 min=4096 max=262144 limit=60
  */
-#include <pthread.h>
-
-#include "common.h"
+#include "workers.h"
 
 static long long ops_per_thread, live, min_size, max_size;
 static double deadline;
-
-typedef struct {
-  int id;
-  int timed_out;
-  uint64_t checksum;
-} worker;
 
 /* A new buffer: one byte written on each of its pages. */
 static unsigned char *new_buffer(bench_rng *rng, size_t *size_out) {
@@ -34,7 +26,7 @@ static unsigned char *new_buffer(bench_rng *rng, size_t *size_out) {
 }
 
 static void *buffer_thread(void *arg) {
-  worker *w = arg;
+  bench_worker *w = arg;
   bench_rng rng;
   rng_seed(&rng, (uint64_t)w->id * 104729 + 3);
   unsigned char **bufs = bench_check(calloc((size_t)live, sizeof *bufs), 1);
@@ -70,26 +62,13 @@ int main(int argc, char **argv) {
   ops_per_thread = ops / threads;
   double t0 = bench_now();
   deadline = t0 + limit;
-  pthread_t *tids = bench_check(calloc((size_t)threads, sizeof *tids), 1);
-  worker *ws = bench_check(calloc((size_t)threads, sizeof *ws), 1);
-  for (int i = 0; i < threads; i++) {
-    ws[i].id = i;
-    pthread_create(&tids[i], NULL, buffer_thread, &ws[i]);
-  }
-  uint64_t checksum = 0;
-  int timeout = 0;
-  for (int i = 0; i < threads; i++) {
-    pthread_join(tids[i], NULL);
-    checksum += ws[i].checksum;
-    timeout |= ws[i].timed_out;
-  }
+  int timeout;
+  uint64_t checksum = bench_run_workers(threads, buffer_thread, &timeout);
   double dt = bench_now() - t0;
   double done = (double)ops_per_thread * threads;
   printf("buffers: %d threads, %.0f steps in %.3f s: %.2f M steps/s (checksum %llu)%s\n", threads, done, dt,
          done / dt / 1e6, (unsigned long long)checksum, timeout ? " TIMED OUT" : "");
   bench_result("ops_per_s=%.0f seconds=%.4f checksum=%llu timeout=%d", done / dt, dt, (unsigned long long)checksum,
                timeout);
-  free(tids);
-  free(ws);
   return 0;
 }

@@ -9,21 +9,13 @@
  *
  *   workingset threads=1 steps=10m slots=2000 min=8 max=32K limit=60
  */
-#include <pthread.h>
-
-#include "common.h"
+#include "workers.h"
 
 static long long steps_per_thread, nslots, min_size, max_size;
 static double deadline;
 
-typedef struct {
-  int id;
-  int timed_out;
-  uint64_t checksum;
-} worker;
-
 static void *run(void *arg) {
-  worker *w = arg;
+  bench_worker *w = arg;
   bench_rng rng;
   rng_seed(&rng, 100 + (uint64_t)w->id);
   unsigned char **slot = bench_check(calloc((size_t)nslots, sizeof *slot), 1);
@@ -56,20 +48,9 @@ int main(int argc, char **argv) {
     return 2;
   }
   steps_per_thread = steps / threads;
-  pthread_t tid[256];
-  worker w[256];
   double t0 = bench_now();
-  for (int i = 0; i < threads; i++) {
-    w[i] = (worker){.id = i};
-    pthread_create(&tid[i], NULL, run, &w[i]);
-  }
-  uint64_t sum = 0;
-  int timed_out = 0;
-  for (int i = 0; i < threads; i++) {
-    pthread_join(tid[i], NULL);
-    sum += w[i].checksum;
-    timed_out |= w[i].timed_out;
-  }
+  int timed_out;
+  uint64_t sum = bench_run_workers(threads, run, &timed_out);
   double dt = bench_now() - t0;
   printf("workingset: %d thread(s), %lld steps in %.3f s%s\n", threads, steps_per_thread * threads,
          dt, timed_out ? " TIMED OUT" : "");

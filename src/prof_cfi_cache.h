@@ -77,6 +77,19 @@ __attribute__((visibility("hidden"))) uint32_t prof_cfi_read_saved_checked(const
                                                                             const cached_row_t *c, uintptr_t cfa,
                                                                             prof_regs_t *regs, uint32_t valid);
 
+/* The end of a step from cached row c: the return address must be known; the stack
+ * pointer becomes the CFA where the row says so. */
+static inline __attribute__((always_inline)) prof_step_t prof_cfi_step_finish(const cached_row_t *c, uintptr_t cfa,
+                                                                              prof_regs_t *regs, uint32_t valid) {
+  if (!(valid & (1u << PROF_REG_RIP))) return PROF_STEP_BAD;
+  if (c->rsp_is_cfa) {
+    regs->r[PROF_REG_RSP] = cfa;
+    valid |= 1u << PROF_REG_RSP;
+  }
+  regs->valid = valid;
+  return regs->r[PROF_REG_RIP] ? PROF_STEP_OK : PROF_STEP_END;
+}
+
 /* apply_row (prof_cfi.c) for a cached row, without building a row: the registers kept
  * stay in place, the saved ones are read from the stack, the others become unknown. */
 static inline __attribute__((always_inline)) prof_step_t prof_cfi_apply_cached(const prof_memory_t *mem,
@@ -99,13 +112,7 @@ static inline __attribute__((always_inline)) prof_step_t prof_cfi_apply_cached(c
   } else {
     valid = prof_cfi_read_saved_checked(mem, c, cfa, regs, valid);
   }
-  if (!(valid & (1u << PROF_REG_RIP))) return PROF_STEP_BAD;
-  if (c->rsp_is_cfa) {
-    regs->r[PROF_REG_RSP] = cfa;
-    valid |= 1u << PROF_REG_RSP;
-  }
-  regs->valid = valid;
-  return regs->r[PROF_REG_RIP] ? PROF_STEP_OK : PROF_STEP_END;
+  return prof_cfi_step_finish(c, cfa, regs, valid);
 }
 
 /* prof_cfi_step, inline: the cached row if there is one. */
@@ -166,13 +173,7 @@ static inline __attribute__((always_inline)) prof_step_t prof_cfi_apply_walk(con
     memcpy(&regs->r[c->saved_reg[k]], (const void *)at, 8);
     valid |= 1u << c->saved_reg[k];
   }
-  if (!(valid & (1u << PROF_REG_RIP))) return PROF_STEP_BAD;
-  if (c->rsp_is_cfa) {
-    regs->r[PROF_REG_RSP] = cfa;
-    valid |= 1u << PROF_REG_RSP;
-  }
-  regs->valid = valid;
-  return regs->r[PROF_REG_RIP] ? PROF_STEP_OK : PROF_STEP_END;
+  return prof_cfi_step_finish(c, cfa, regs, valid);
 }
 
 /* A step outside the loader's lock, from a row cached for the table of `generation`:

@@ -8,19 +8,13 @@
  *   gc       a class nothing is taken from gives its blocks back while others are used
  *   off      tcache_large_max:0 (the driver sets it): no block waits, sizes whole pages
  */
-#include "tt.h"
+#include "tt_ctl.h"
 
 #include <pthread.h>
 #include <stdint.h>
 #include <malloc.h>
 
-/* tessera_ctl and free_sized, found at run time (the test runs linked and preloaded). */
-static int tessera_ctl(const char *name, void *old, size_t *oldlen, void *new_value, size_t newlen) {
-  static int (*ctl)(const char *, void *, size_t *, void *, size_t);
-  if (ctl == NULL) ctl = (int (*)(const char *, void *, size_t *, void *, size_t))dlsym(RTLD_DEFAULT, "tessera_ctl");
-  TT_CHECK(ctl != NULL);
-  return ctl(name, old, oldlen, new_value, newlen);
-}
+/* free_sized, found at run time (the test runs linked and preloaded). */
 static void sized_free(void *p, size_t size) {
   static void (*fs)(void *, size_t);
   if (fs == NULL) fs = (void (*)(void *, size_t))dlsym(RTLD_DEFAULT, "free_sized");
@@ -30,33 +24,10 @@ static void sized_free(void *p, size_t size) {
 
 #define KIB ((size_t)1 << 10)
 
-static void refresh(void) {
-  uint64_t e = 1;
-  TT_CHECK(tessera_ctl("epoch", NULL, NULL, &e, sizeof(e)) == 0);
-}
-
-static size_t read_size(const char *fmt, unsigned j) {
-  char name[96];
-  snprintf(name, sizeof(name), fmt, j);
-  size_t v = 0, len = sizeof(v);
-  TT_CHECKF(tessera_ctl(name, &v, &len, NULL, 0) == 0, "read %s", name);
-  return v;
-}
-
-/* The large class counting blocks of usable size u: the first with size >= u. */
-static unsigned lextent_of(size_t u) {
-  unsigned n = 0;
-  size_t len = sizeof(n);
-  TT_CHECK(tessera_ctl("arenas.nlextents", &n, &len, NULL, 0) == 0);
-  for (unsigned j = 0; j < n; j++)
-    if (read_size("arenas.lextent.%u.size", j) >= u) return j;
-  return n - 1;
-}
-
 /* Blocks of usable size u that the arenas count as allocated (cached ones included). */
 static size_t arena_blocks(size_t u) {
-  refresh();
-  return read_size("stats.arenas.4096.lextents.%u.curlextents", lextent_of(u));
+  tt_stats_refresh();
+  return tt_ctl_size("stats.arenas.4096.lextents.%u.curlextents", tt_lextent_of(u));
 }
 
 static void test_reuse(void) {
@@ -89,8 +60,8 @@ static void test_bounded(void) {
   TT_CHECKF(left <= 4, "40 blocks of 256 KiB freed: %zu still wait in the thread's cache", left);
   for (int i = 0; i < N; i++) blocks[i] = malloc(40 * KIB);
   for (int i = 0; i < N; i++) free(blocks[i]);
-  refresh();
-  size_t cached = read_size("stats.arenas.%u.tcache_bytes", 4096);
+  tt_stats_refresh();
+  size_t cached = tt_ctl_size("stats.arenas.%u.tcache_bytes", 4096);
   TT_CHECKF(cached <= 2 * 1024 * KIB, "thread caches hold %zu bytes", cached);
 }
 
