@@ -67,18 +67,17 @@ PROF_API_ENTRY void *alloc_sampled_in(arena_t *a, size_t usize, size_t align, bo
 PROF_API_ENTRY static void *alloc_sampled(size_t usize, size_t align, bool zero) {
   return alloc_sampled_in(NULL, usize, align, zero); }
 
-/* A block of usable bytes from the calling thread's cache of large blocks, or NULL. */
-static void *large_cached(tcache_t *tc, size_t usable) {
-  if (tc == NULL || usable > LARGE_CACHE_MAX) return NULL;
-  extent_t *e = large_cache_take(tc, usable);
+/* A block of usable bytes from the calling thread's cache of large blocks (zeroed if
+ * asked), or NULL. */
+static void *large_cached(tcache_t *tc, size_t usable, bool zero) {
+  extent_t *e = large_cache_take(tc, usable, zero);
   return e != NULL ? (void *)e->addr : NULL;
 }
 
 PROF_API_ENTRY void *alloc_large(size_t size, size_t align, bool zero) {
   if (unlikely(opt_prof) && prof_alloc_due(large_usable_size(size))) return alloc_sampled(large_usable_size(size), align, zero);
   tcache_t *tc = tcache_get();
-  void *p = align <= PAGE ? large_cached(tc, large_usable_size(size)) : NULL;
-  if (p != NULL && zero) memset(p, 0, large_usable_size(size)); /* a used block */
+  void *p = align <= PAGE ? large_cached(tc, large_usable_size(size), zero) : NULL;
   if (p == NULL) p = arena_malloc_large(current_arena(tc), size, align, zero);
   if (p == NULL || !zero) return alloc_counted(p, large_usable_size(size));
   tls_thread.allocated += large_usable_size(size); /* zeroed (no key): never junk-filled */
@@ -156,7 +155,7 @@ static void *alloc_any(size_t size) {
   tcache_t *tc = tcache_get();
   if (size <= LOOKUP_MAX) return alloc_cached_class(tc, size_to_class(size), size);
   size_t usable = large_usable_size(size);
-  void *p = large_cached(tc, usable);
+  void *p = large_cached(tc, usable, false);
   if (p == NULL) p = arena_malloc_large(current_arena(tc), size, PAGE, false);
   return alloc_counted(p, usable);
 }

@@ -13,6 +13,7 @@
 #include "fatal.h"
 #include "free_map.h"
 #include "hardened.h"
+#include "hardened_bytes.h"
 #include "lock.h"
 #include "oom.h"
 #include "options.h"
@@ -267,16 +268,19 @@ static void arena_free_large_unguarded(arena_t *a, extent_t *e, bool moved);
  * them by writing would fault them all in (a program that callocs 64 MiB, writes a page
  * and frees it, in a loop: 16k page faults and 64 MiB resident a call). From
  * CLEAR_CHECK_MIN bytes on, the kernel says which pages are resident (mincore): those
- * are written, the others given back (MADV_DONTNEED), after which they read as zero
- * when first touched. Either way a page ends up zero, whatever happens to it in between
- * (a page swapped out meanwhile is faulted back and written; one swapped in is dropped),
- * so a page out in swap, which mincore reports as not resident, is right too.
+ * are zeroed where they are not zero already (hardened mode's page-by-page zeroing:
+ * a page the program only read maps the kernel's zero page, which counts as resident
+ * and which a write would copy), the others given back (MADV_DONTNEED), after which they
+ * read as zero when first touched. Either way a page ends up zero, whatever happens to it
+ * in between (a page swapped out meanwhile is faulted back and written; one swapped in
+ * is dropped), so a page out in swap, which mincore reports as not resident, is right
+ * too.
  */
 #define CLEAR_CHECK_MIN ((size_t)256 << 10)
 #define CLEAR_CHUNK_PAGES 256
 static void clear_run(char *p, size_t bytes, bool resident) {
   if (!resident && os_release_pages(p, bytes)) return;
-  memset(p, 0, bytes);
+  hardened_zero_written_pages(p, bytes);
 }
 
 static void clear_pages(void *addr, size_t bytes) {

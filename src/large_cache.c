@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include "large_cache.h"
 
+#include <string.h>
+
 #include "arena.h"
 #include "config.h"
 #include "options.h"
@@ -59,9 +61,9 @@ static void gc_tick(large_cache_t *lc) {
   lc->taken[j] = 0;
 }
 
-extent_t *large_cache_take(tcache_t *tc, size_t usable) {
+extent_t *large_cache_take(tcache_t *tc, size_t usable, bool zero) {
   unsigned j = class_of(usable);
-  if (j == LARGE_CACHE_CLASSES || tls_thread.realloc_copying) return NULL;
+  if (tc == NULL || j == LARGE_CACHE_CLASSES || tls_thread.realloc_copying) return NULL;
   large_cache_t *lc = &tc->large;
   gc_tick(lc);
   if (lc->count[j] == 0) return NULL;
@@ -70,6 +72,7 @@ extent_t *large_cache_take(tcache_t *tc, size_t usable) {
   add_bytes(lc, usable, false);
   __atomic_store_n(&e->thread_cached, 0, __ATOMIC_RELAXED);
   tessera_assert(e->state == EXTENT_LARGE && e->npages * PAGE == usable && !e->sampled);
+  if (zero) memset((void *)e->addr, 0, usable); /* a used block */
   return e;
 }
 

@@ -27,9 +27,9 @@
 
 #define LARGE_CACHE_BYTES ((size_t)1 << 20)
 
-/* A cached block of `usable` bytes (a large class size) for the calling thread, its mark
- * cleared, or NULL. */
-extent_t *large_cache_take(tcache_t *tc, size_t usable);
+/* A cached block of `usable` bytes (a large class size) for the calling thread (tc may
+ * be NULL: none), its mark cleared and, when zero is set, its bytes, or NULL. */
+extent_t *large_cache_take(tcache_t *tc, size_t usable, bool zero);
 /* Keeps freed large block e (not sampled, not hardened mode's) in tc; false when it does
  * not fit (another size, the class or the cache full, tcache_large_max): the caller
  * frees it to its arena. */
