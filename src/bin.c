@@ -107,6 +107,14 @@ void *bin_alloc_one(arena_t *a, unsigned c) {
   return take_regions(a, c, &p, 1, 1) == 1 ? p : NULL;
 }
 
+static void stash_slab(arena_t *a, bin_t *bin, extent_t *slab) {
+  bin->curslabs--;
+  lock_acquire(&a->extent_lock);
+  stash_put(a, slab);
+  purge_tick(a);
+  lock_release(&a->extent_lock);
+}
+
 /* An empty slab: keep it as the spare, or give it to the arena's slab stash. */
 static void slab_empty(arena_t *a, bin_t *bin, extent_t *slab) {
   if (bin->spare == NULL) {
@@ -119,11 +127,7 @@ static void slab_empty(arena_t *a, bin_t *bin, extent_t *slab) {
     bin->spare = slab;
     slab = t;
   }
-  bin->curslabs--;
-  lock_acquire(&a->extent_lock);
-  stash_put(a, slab);
-  purge_tick(a);
-  lock_release(&a->extent_lock);
+  stash_slab(a, bin, slab);
 }
 
 /* Marks region p of slab free (the bin's counters are the caller's). magic is the slab
@@ -167,6 +171,22 @@ static inline __attribute__((always_inline)) void slab_run_freed(arena_t *a, bin
   } else if (before == 0) {
     heap_insert(&bin->nonfull, slab); /* it was full: it has room again */
   }
+}
+
+void bin_release_empty(arena_t *a, unsigned c) {
+  bin_t *bin = &a->bins[c];
+  lock_acquire(&bin->lock);
+  extent_t *current = bin->current;
+  if (current != NULL && current->nfree == current->nregs) {
+    bin->current = NULL;
+    stash_slab(a, bin, current);
+  }
+  if (bin->spare != NULL) {
+    extent_t *spare = bin->spare;
+    bin->spare = NULL;
+    stash_slab(a, bin, spare);
+  }
+  lock_release(&bin->lock);
 }
 
 unsigned bin_flush(arena_t *a, unsigned c, void **items, unsigned n) {

@@ -44,5 +44,9 @@ static inline void slab_region_mark_free(extent_t *slab, uint64_t magic, uintptr
  * items[0 .. n) whose slab belongs to a; the others are moved to the front of items and
  * counted in the result. */
 unsigned bin_flush(arena_t *a, unsigned c, void **items, unsigned n);
+/* Gives arena a's bin of class c's empty slabs (its current one if empty, its spare)
+ * to the arena's stash, where every class's new slabs and decay find them: for a class
+ * the program stopped using. */
+void bin_release_empty(arena_t *a, unsigned c);
 
 #endif

@@ -438,6 +438,7 @@ static void release_idle_grown_bins(tcache_t *tc, unsigned busy) {
     if (tc->events - tc->busy_event[c + 1] < TCACHE_PHASE_IDLE_EVENTS) continue;
     unsigned count = cache_bin_count(tcache_bin(tc, c));
     if (count > 0) flush_oldest(tc, c, count);
+    bin_release_empty(tc->arena, c); /* the new phase's classes take those slabs */
     set_capacity(tc, c, bin_capacity(c));
     tc->overflow_streak[c + 1] = 0;
     tc->released_bins |= (uint64_t)1 << c;
@@ -454,7 +455,10 @@ static void tcache_gc_tick(tcache_t *tc) {
   unsigned count = cache_bin_count(b);
   uint64_t nmalloc = cache_bin_nmalloc(tc, b);
   if (nmalloc == b->gc_nmalloc) { /* idle since the last look */
-    if (count > 0) flush_oldest(tc, c, (count + 1) / 2);
+    if (count > 0) {
+      flush_oldest(tc, c, (count + 1) / 2);
+      bin_release_empty(tc->arena, c); /* to the stash, which decays */
+    }
     unsigned base = bin_capacity(c), half = b->capacity / 2u;
     if (b->capacity > base) set_capacity(tc, c, half > base ? half : base);
     tc->overflow_streak[c + 1] = 0;
@@ -565,11 +569,16 @@ void tcache_free_slow(tcache_t *tc, unsigned c, void *p) {
   publish_bin(tc, c);
 }
 
+/* Also gives the slabs the thread's blocks emptied to the stash, where decay finds them:
+ * the next threads on the arena take them from there, and if none comes they do not
+ * stay resident. */
 void tcache_flush_all(tcache_t *tc) {
   large_cache_flush(tc);
   for (unsigned c = 0; c < NCACHED_MAX; c++) {
-    unsigned count = cache_bin_count(tcache_bin(tc, c));
+    const cache_bin_t *b = tcache_bin(tc, c);
+    unsigned count = cache_bin_count(b);
     if (count > 0) flush_oldest(tc, c, count);
+    if (cache_bin_nmalloc(tc, b) != 0) bin_release_empty(tc->arena, c);
     publish_bin(tc, c);
   }
 }
