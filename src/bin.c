@@ -66,6 +66,14 @@ static extent_t *next_slab(arena_t *a, bin_t *bin, unsigned c) {
   return slab;
 }
 
+/* Hardened mode: take regions from a random place on, in a random order. Out of line:
+ * its index array would make every thread's first refill touch another page of stack. */
+static COLD_TEXT void take_random_regions(extent_t *slab, size_t size, void **out, unsigned take) {
+  uint32_t idx[SLAB_MAX_REGIONS];
+  hardened_take_regions(slab->bitmap, slab->nregs, idx, take);
+  for (unsigned i = 0; i < take; i++) out[i] = (void *)(slab->addr + (size_t)idx[i] * size);
+}
+
 /* Takes up to n regions; requests is what to add to the bin's request count. */
 static unsigned take_regions(arena_t *a, unsigned c, void **out, unsigned n, unsigned requests) {
   bin_t *bin = &a->bins[c];
@@ -79,10 +87,8 @@ static unsigned take_regions(arena_t *a, unsigned c, void **out, unsigned n, uns
       if (slab == NULL) break;
     }
     unsigned take = n - got < slab->nfree ? n - got : slab->nfree;
-    if (unlikely(opt_hardened)) { /* hardened mode: from a random place on, in a random order */
-      uint32_t idx[SLAB_MAX_REGIONS];
-      hardened_take_regions(slab->bitmap, slab->nregs, idx, take);
-      for (unsigned i = 0; i < take; i++) out[got + i] = (void *)(slab->addr + (size_t)idx[i] * size);
+    if (unlikely(opt_hardened)) {
+      take_random_regions(slab, size, out + got, take);
     } else {
       bitmap_take_lowest(slab->bitmap, &slab->first_word, slab->addr, size, out + got, take); /* lowest addresses first */
     }
