@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a bin gives back, on a private arena: once a class is idle, bin_release_empty
+ * moves its empty slabs (the current one and the spare) out of the bin to the arena's
+ * stash, and the next slab of the class comes back from there.
+ */
+#include <stdint.h>
+
+#include "arena.h"
+#include "base.h"
+#include "bin.h"
+#include "lock.h"
+#include "options.h"
+#include "pagemap.h"
+#include "size_class.h"
+#include "unit.h"
+
+#define NSLABS 3
+
+static arena_t *arena;
+static unsigned cls, nregs;
+
+static const extent_t *slab_of(const void *p) { return pm_extent(pagemap_get((uintptr_t)p)); }
+
+static void test_release_empty(void) {
+  static void *blocks[NSLABS * SLAB_MAX_REGIONS];
+  bin_t *bin = &arena->bins[cls];
+  CHECK(bin_fill(arena, cls, blocks, NSLABS * nregs) == NSLABS * nregs, "a fill of %u slabs", NSLABS);
+  for (unsigned s = 1; s < NSLABS; s++)
+    CHECK(slab_of(blocks[s * nregs]) != slab_of(blocks[(s - 1) * nregs]), "fills take a slab whole");
+  CHECK(bin_flush(arena, cls, blocks, NSLABS * nregs) == 0, "every block is this arena's");
+  CHECK(bin->curregs == 0, "every block was given back (%zu left)", (size_t)bin->curregs);
+  CHECK(bin->current != NULL && bin->current->nfree == bin->current->nregs, "the current slab is kept, empty");
+  CHECK(bin->spare != NULL, "and one spare");
+  size_t active = arena->active_pages, slab_pages = class_infos[cls].slab_pages;
+  bin_release_empty(arena, cls);
+  CHECK(bin->current == NULL && bin->spare == NULL, "no empty slab left in the bin");
+  CHECK(bin->curslabs == 0, "the bin holds no slab (%zu)", (size_t)bin->curslabs);
+  CHECK(arena->active_pages == active - 2 * slab_pages, "the two empty slabs left the active pages (to the stash, "
+        "or through it to the dirty set): %zu -> %zu", active, (size_t)arena->active_pages);
+  void *p;
+  CHECK(bin_fill(arena, cls, &p, 1) == 1, "a block after the release");
+  CHECK(arena->active_pages == active - slab_pages, "one slab for it");
+  CHECK(bin_flush(arena, cls, &p, 1) == 0, "given back");
+  bin_release_empty(arena, cls);
+  bin_release_empty(arena, cls); /* nothing left: no change */
+  CHECK(bin->current == NULL && bin->curslabs == 0 && arena->active_pages == active - 2 * slab_pages,
+        "released twice");
+}
+
+int main(void) {
+  options_init(); /* the layers below the front end, booted by hand (as init.c does) */
+  size_class_init();
+  arena = base_alloc(sizeof(arena_t));
+  arena_init(arena, 99);
+  cls = size_to_class(256);
+  nregs = class_infos[cls].nregs;
+  CHECK(nregs >= 16 && nregs <= SLAB_MAX_REGIONS, "256-byte slabs hold %u regions", nregs);
+  test_release_empty();
+  UNIT_DONE("bin");
+}
