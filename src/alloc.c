@@ -78,7 +78,7 @@ PROF_API_ENTRY void *alloc_large(size_t size, size_t align, bool zero) {
   if (unlikely(opt_prof) && prof_alloc_due(large_usable_size(size))) return alloc_sampled(large_usable_size(size), align, zero);
   tcache_t *tc = tcache_get();
   void *p = align <= PAGE ? large_cached(tc, large_usable_size(size), zero) : NULL;
-  if (p == NULL) p = arena_malloc_large(current_arena(tc), size, align, zero);
+  if (p == NULL) p = arena_malloc_large(tcache_large_arena(tc), size, align, zero);
   if (p == NULL || !zero) return alloc_counted(p, large_usable_size(size));
   tls_thread.allocated += large_usable_size(size); /* zeroed (no key): never junk-filled */
   return p;
@@ -156,7 +156,7 @@ static void *alloc_any(size_t size) {
   if (size <= LOOKUP_MAX) return alloc_cached_class(tc, size_to_class(size), size);
   size_t usable = large_usable_size(size);
   void *p = large_cached(tc, usable, false);
-  if (p == NULL) p = arena_malloc_large(current_arena(tc), size, PAGE, false);
+  if (p == NULL) p = arena_malloc_large(tcache_large_arena(tc), size, PAGE, false);
   return alloc_counted(p, usable);
 }
 

@@ -68,6 +68,9 @@ tcache_t *tcache_get(void);
 arena_t *thread_arena(void);
 /* The arena for an allocation by a thread whose cache is tc (NULL: none). */
 static inline arena_t *current_arena(tcache_t *tc) { return tc != NULL ? tc->arena : thread_arena(); }
+/* The same for a large block from the arena's extents: the thread may first move to
+ * another arena when its own is busy with another thread (the arena balance). */
+arena_t *tcache_large_arena(tcache_t *tc);
 /* thread.arena: binds the calling thread to arena a for good (it never moves again). */
 void thread_bind_arena(arena_t *a);
 

@@ -18,16 +18,21 @@
  *   phases    batch phases of one size after another: when a new phase's bin grows, the
  *             grown bin of the phase that ended gives its blocks back at once; two sizes
  *             whose phases alternate keep their grown bins (no refills or flushes)
+ *   balance   two threads that take only large blocks from one arena, each on a CPU of
+ *             its own: one moves to its CPU's arena (it found the other at work there)
  *   handoff   a new thread's first free (a block its creator handed it) goes straight
  *             back to the block's slab, not into the thread's cache, where it would be
  *             the thread's next block of that size (passive false sharing)
  */
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tessera.h"
 #include "tt.h"
@@ -333,8 +338,112 @@ static void scenario_handoff(void) {
   }
 }
 
+/* Balance: the workers start on the first CPU's arena, then each runs on a CPU of its
+ * own taking blocks above the thread cache's large limit (so every one comes from the
+ * arena's extents, and no bin is ever refilled). While both share the arena, one of
+ * them finds its extent lock held by the other and moves to its own CPU's arena. */
+#define BALANCE_SECONDS 10.0
+#define BALANCE_BLOCK ((size_t)320 << 10)
+static int balance_cpu[2];
+static unsigned balance_start[2];    /* the arena of each worker before the barrier */
+static _Atomic unsigned balance_arena[2]; /* and as it goes */
+static _Atomic int balance_stop;
+static pthread_barrier_t balance_barrier;
+
+static void pin_to(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  TT_CHECKF(pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0, "pin to CPU %d", cpu);
+}
+
+static unsigned thread_arena_index(void) {
+  unsigned arena = 0;
+  size_t len = sizeof(arena);
+  TT_CHECKF(tessera_ctl("thread.arena", &arena, &len, NULL, 0) == 0, "read thread.arena");
+  return arena;
+}
+
+static void *balance_worker(void *arg) {
+  int me = (int)(intptr_t)arg;
+  pin_to(balance_cpu[0]);
+  free(malloc(BALANCE_BLOCK)); /* the first use binds the thread to CPU 0's arena */
+  balance_start[me] = thread_arena_index();
+  atomic_store(&balance_arena[me], balance_start[me]);
+  pthread_barrier_wait(&balance_barrier);
+  pin_to(balance_cpu[me]);
+  for (unsigned i = 0; !atomic_load(&balance_stop); i++) {
+    char *p = malloc(BALANCE_BLOCK);
+    TT_CHECKF(p != NULL, "malloc");
+    p[0] = p[BALANCE_BLOCK - 1] = (char)i;
+    free(p);
+    if (i % 64 == 0) atomic_store(&balance_arena[me], thread_arena_index());
+  }
+  return NULL;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void *touch_one_block(void *arg) {
+  free(malloc(64));
+  return arg;
+}
+
+/* Two CPUs this process may run on whose arenas differ; false when there are none. */
+static unsigned narenas;
+static bool two_cpus_two_arenas(void) {
+  size_t len = sizeof(narenas);
+  TT_CHECKF(tessera_ctl("arenas.narenas", &narenas, &len, NULL, 0) == 0, "arenas.narenas");
+  cpu_set_t set;
+  TT_CHECKF(sched_getaffinity(0, sizeof(set), &set) == 0, "sched_getaffinity");
+  int found = 0;
+  for (int cpu = 0; cpu < CPU_SETSIZE && found < 2 && narenas > 1; cpu++) {
+    if (!CPU_ISSET(cpu, &set)) continue;
+    if (found == 1 && (unsigned)cpu % narenas == (unsigned)balance_cpu[0] % narenas) continue;
+    balance_cpu[found++] = cpu;
+  }
+  return found == 2;
+}
+
+static void scenario_balance(void) {
+  if (!two_cpus_two_arenas()) {
+    printf("threads balance: skipped (needs two CPUs with different arenas)\n");
+    exit(77);
+  }
+  /* The first threads go to the arenas in turn; after them, a thread starts on the
+   * arena of the CPU it runs on. */
+  for (unsigned i = 0; i < narenas; i++) {
+    pthread_t first;
+    TT_CHECKF(pthread_create(&first, NULL, touch_one_block, NULL) == 0 && pthread_join(first, NULL) == 0,
+              "a thread");
+  }
+  TT_CHECKF(pthread_barrier_init(&balance_barrier, NULL, 3) == 0, "barrier");
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++)
+    TT_CHECKF(pthread_create(&t[i], NULL, balance_worker, (void *)(intptr_t)i) == 0, "pthread_create");
+  pthread_barrier_wait(&balance_barrier); /* both workers are on the first CPU's arena */
+  TT_CHECKF(balance_start[0] == balance_start[1], "the workers start on one arena (%u, %u)", balance_start[0],
+            balance_start[1]);
+  double deadline = now_s() + BALANCE_SECONDS;
+  while (!atomic_load(&balance_stop)) {
+    struct timespec pause = {0, 1000000};
+    nanosleep(&pause, NULL);
+    if (now_s() > deadline) atomic_store(&balance_stop, 1);
+    else if (atomic_load(&balance_arena[0]) != atomic_load(&balance_arena[1])) atomic_store(&balance_stop, 1);
+  }
+  for (int i = 0; i < 2; i++) TT_CHECKF(pthread_join(t[i], NULL) == 0, "pthread_join");
+  unsigned a0 = atomic_load(&balance_arena[0]), a1 = atomic_load(&balance_arena[1]);
+  printf("threads balance: CPUs %d and %d, arenas %u and %u\n", balance_cpu[0], balance_cpu[1], a0, a1);
+  TT_CHECKF(a0 != a1, "two threads busy with large blocks on two CPUs stayed on arena %u for %.0f s", a0,
+            BALANCE_SECONDS);
+}
+
 int main(int argc, char **argv) {
-  TT_CHECKF(argc == 2, "usage: threads_test gc|lowwater|budget|counters|locks|handoff|grow|phases");
+  TT_CHECKF(argc == 2, "usage: threads_test gc|lowwater|budget|counters|locks|handoff|grow|phases|balance");
   if (strcmp(argv[1], "gc") == 0) scenario_gc();
   else if (strcmp(argv[1], "counters") == 0) scenario_counters();
   else if (strcmp(argv[1], "locks") == 0) scenario_locks();
@@ -343,6 +452,7 @@ int main(int argc, char **argv) {
   else if (strcmp(argv[1], "phases") == 0) scenario_phases();
   else if (strcmp(argv[1], "lowwater") == 0) scenario_lowwater();
   else if (strcmp(argv[1], "budget") == 0) scenario_budget();
+  else if (strcmp(argv[1], "balance") == 0) scenario_balance();
   else TT_CHECKF(0, "unknown scenario %s", argv[1]);
   printf("threads %s: ok\n", argv[1]);
   return 0;
