@@ -407,7 +407,7 @@ void arena_free_small(extent_t *slab, void *p) {
 }
 
 /* fork: every lock, in the documented lock order (src/README.md). */
-void arenas_fork_prepare(void) {
+COLD_TEXT void arenas_fork_prepare(void) {
   lock_fork_prepare(&arenas_lock);
   unsigned n = arenas_count();
   for (unsigned i = 0; i < n; i++)
@@ -417,7 +417,7 @@ void arenas_fork_prepare(void) {
     if (arenas[i] != NULL) lock_fork_prepare(&arenas[i]->extent_lock);
 }
 
-static void arenas_fork_release(void) {
+COLD_TEXT static void arenas_fork_release(void) {
   unsigned n = arenas_count();
   for (unsigned i = 0; i < n; i++)
     if (arenas[i] != NULL) lock_fork_release(&arenas[i]->extent_lock);
@@ -427,8 +427,8 @@ static void arenas_fork_release(void) {
   lock_fork_release(&arenas_lock);
 }
 
-void arenas_fork_parent(void) { arenas_fork_release(); }
-void arenas_fork_child(void) {
+COLD_TEXT void arenas_fork_parent(void) { arenas_fork_release(); }
+COLD_TEXT void arenas_fork_child(void) {
   arenas_fork_release();
   for (unsigned i = 0; i < arenas_count(); i++)
     if (arenas[i] != NULL) {

@@ -34,7 +34,7 @@ static void decay_all_arenas(void) {
 /* Each start is a generation: a thread ends when background_stop has moved past its own. */
 static _Atomic unsigned generation;
 
-static void background_main(void) {
+COLD_TEXT static void background_main(void) {
   unsigned mine = atomic_load(&generation);
   for (;;) {
     os_sleep_ns(BACKGROUND_INTERVAL_NS);
@@ -43,7 +43,7 @@ static void background_main(void) {
   }
 }
 
-bool background_stop(void) {
+COLD_TEXT bool background_stop(void) {
   int expected = BG_RUNNING;
   if (!atomic_compare_exchange_strong(&background_state, &expected, BG_STOPPING)) return expected != BG_STARTING;
   atomic_fetch_add(&generation, 1); /* the thread sees it at its next wake-up and returns */
@@ -52,7 +52,7 @@ bool background_stop(void) {
   return true;
 }
 
-bool background_start(void) {
+COLD_TEXT bool background_start(void) {
   int expected = BG_NONE;
   if (!atomic_compare_exchange_strong(&background_state, &expected, BG_STARTING))
     return expected != BG_FAILED;
@@ -74,7 +74,7 @@ void background_start_if_wanted(void) {
   background_start();
 }
 
-void background_fork_child(void) {
+COLD_TEXT void background_fork_child(void) {
   atomic_store(&purge_wants_background, false);
   atomic_store(&purge_background_active, false);
   int s = atomic_load(&background_state);

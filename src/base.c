@@ -87,7 +87,7 @@ void base_free(void *p, size_t size) {
 }
 
 size_t base_mapped_bytes(void) { return mapped_bytes; }
-void base_fork_prepare(void) { lock_fork_prepare(&base_lock); }
-void base_fork_parent(void) { lock_fork_release(&base_lock); }
-void base_fork_child(void) { lock_fork_release(&base_lock); }
+COLD_TEXT void base_fork_prepare(void) { lock_fork_prepare(&base_lock); }
+COLD_TEXT void base_fork_parent(void) { lock_fork_release(&base_lock); }
+COLD_TEXT void base_fork_child(void) { lock_fork_release(&base_lock); }
 lock_t *base_lock_for_stats(void) { return &base_lock; }

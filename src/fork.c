@@ -19,7 +19,7 @@ extern void _IO_list_lock(void) __attribute__((weak));
 extern void _IO_list_unlock(void) __attribute__((weak));
 extern void _IO_list_resetlock(void) __attribute__((weak));
 
-static void fork_prepare(void) {
+COLD_TEXT static void fork_prepare(void) {
   exact_class_fork_prepare(); /* taken with no other lock held */
   if (_IO_list_lock) _IO_list_lock();
   prof_modules_fork_prepare(); /* the profiler's stack captures and symbolizing */
@@ -30,7 +30,7 @@ static void fork_prepare(void) {
   base_fork_prepare();
 }
 
-static void fork_parent(void) {
+COLD_TEXT static void fork_parent(void) {
   exact_class_fork_release();
   base_fork_parent();
   arenas_fork_parent();
@@ -41,7 +41,7 @@ static void fork_parent(void) {
   if (_IO_list_unlock) _IO_list_unlock();
 }
 
-static void fork_child(void) {
+COLD_TEXT static void fork_child(void) {
   thread_fork_child(); /* this thread has a new id in the child: before any lock */
   exact_class_fork_release();
   base_fork_child();

@@ -32,12 +32,12 @@ static bool reserve_release(void) {
 }
 
 /* The soft limit is what stands in the way (else the OS refused). */
-int oom_reason(size_t request) {
+COLD_TEXT int oom_reason(size_t request) {
   size_t mapped = atomic_load_explicit(&extent_mapped_bytes, memory_order_relaxed) + base_mapped_bytes();
   return opt_limit != 0 && mapped + request > opt_limit ? TESSERA_OOM_LIMIT : TESSERA_OOM_OS;
 }
 
-bool oom_notify(size_t request) {
+COLD_TEXT bool oom_notify(size_t request) {
   if (in_callback) return false;
   bool released = reserve_release();
   tessera_oom_cb *cb = atomic_load(&oom_cb);

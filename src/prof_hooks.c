@@ -194,27 +194,27 @@ void prof_block_free(void *p, const extent_t *e) {
 
 /* ---------------------------------------------------------------- prof.* */
 
-int prof_ctl_dump(const char *filename) {
+COLD_TEXT int prof_ctl_dump(const char *filename) {
   if (!opt_prof) return ENOENT;
   bool ok = filename ? prof_dump_named(filename) : prof_dump(opt_prof_prefix, 'u');
   return ok ? 0 : EFAULT;
 }
 
-int prof_ctl_active(bool *old, const bool *set) {
+COLD_TEXT int prof_ctl_active(bool *old, const bool *set) {
   if (set && !opt_prof) return ENOENT;
   if (old) *old = atomic_load(&prof_active_now);
   if (set) atomic_store(&prof_active_now, *set);
   return 0;
 }
 
-int prof_ctl_reset(const size_t *lg_sample) {
+COLD_TEXT int prof_ctl_reset(const size_t *lg_sample) {
   if (!opt_prof) return ENOENT;
   if (lg_sample && *lg_sample > 40) return EINVAL;
   prof_sample_reset(lg_sample ? (unsigned)*lg_sample : prof_sample_lg());
   return 0;
 }
 
-int prof_ctl_lg_sample(size_t *out) {
+COLD_TEXT int prof_ctl_lg_sample(size_t *out) {
   *out = opt_prof ? prof_sample_lg() : opt_lg_prof_sample;
   return 0;
 }

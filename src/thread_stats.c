@@ -111,10 +111,10 @@ void thread_stats_exited(thread_table_t *out) {
   *out = exited_threads;
 }
 
-void thread_stats_fork_prepare(void) { lock_fork_prepare(&registry_lock); }
-void thread_stats_fork_release(void) { lock_fork_release(&registry_lock); }
+COLD_TEXT void thread_stats_fork_prepare(void) { lock_fork_prepare(&registry_lock); }
+COLD_TEXT void thread_stats_fork_release(void) { lock_fork_release(&registry_lock); }
 
-void thread_stats_fork_child(void) {
+COLD_TEXT void thread_stats_fork_child(void) {
   thread_state_t *me = &tls_thread;
   registry = NULL;
   if (me->stats_registered) {
