@@ -12,27 +12,10 @@
 #include <pthread.h>
 #include <stdint.h>
 
-/* The small class (bin index) whose blocks have exactly `size` bytes. */
-static unsigned bin_of(size_t size) {
-  unsigned n = 0;
-  size_t len = sizeof(n);
-  TT_CHECK(tt_ctl("arenas.nbins", &n, &len, NULL, 0) == 0);
-  for (unsigned j = 0; j < n; j++) {
-    size_t s = 0;
-    char name[64];
-    len = sizeof(s);
-    snprintf(name, sizeof(name), "arenas.bin.%u.size", j);
-    TT_CHECK(tt_ctl(name, &s, &len, NULL, 0) == 0);
-    if (s == size) return j;
-  }
-  TT_CHECKF(0, "no small class of %zu bytes", size);
-  return 0;
-}
-
 /* Slabs the bins of this class hold, over every arena. */
 static size_t bin_slabs(size_t size) {
   tt_stats_refresh();
-  return tt_ctl_size("stats.arenas.4096.bins.%u.curslabs", bin_of(size));
+  return tt_ctl_size("stats.arenas.4096.bins.%u.curslabs", tt_bin_of(size));
 }
 
 enum { BATCH = 1000, ROUNDS = 20 };

@@ -5,6 +5,7 @@
  *   - tt_ctl(): tessera_ctl itself;
  *   - tt_stats_refresh(): a new statistics snapshot (the "epoch" name);
  *   - tt_ctl_size(): a size_t name with one %u in it, e.g. "arenas.lextent.%u.size";
+ *   - tt_bin_of(): the small class (bin) whose blocks have exactly a size;
  *   - tt_lextent_of(): the large class that counts blocks of a usable size.
  */
 #ifndef TT_CTL_H
@@ -30,6 +31,17 @@ static inline size_t tt_ctl_size(const char *fmt, unsigned j) {
   size_t v = 0, len = sizeof(v);
   TT_CHECKF(tt_ctl(name, &v, &len, NULL, 0) == 0, "read %s", name);
   return v;
+}
+
+/* The small class (bin index) whose blocks have exactly size bytes; fails the test if none. */
+static inline unsigned tt_bin_of(size_t size) {
+  unsigned n = 0;
+  size_t len = sizeof(n);
+  TT_CHECK(tt_ctl("arenas.nbins", &n, &len, NULL, 0) == 0);
+  for (unsigned j = 0; j < n; j++)
+    if (tt_ctl_size("arenas.bin.%u.size", j) == size) return j;
+  TT_CHECKF(0, "no small class of %zu bytes", size);
+  return 0;
 }
 
 /* The large class whose range holds usable size u: the first with size >= u. */
