@@ -3,16 +3,34 @@
  * Bins: an arena's slabs of one small class. Regions are handed out from the current
  * slab; when it is full the next comes from the non-full slabs, lowest address first
  * (reusing low addresses first keeps the heap compact: the empty slabs left high up can
- * be returned), then the one spare empty slab, then a slab from the arena's stash of
- * empty slabs of the class (stash.c), then a new slab.
+ * be returned), then the one spare empty slab, then regions lent by a larger sparse
+ * class (below, bin_may_lend), then a slab from the arena's stash of empty slabs of the
+ * class (stash.c), then a new slab.
  */
 #ifndef TESSERA_BIN_H
 #define TESSERA_BIN_H
 
 #include "config.h"
 #include "fatal.h"
+#include "options.h"
 #include "size_class.h"
 #include "types.h"
+
+/* Whether a class of lender_size bytes may lend its free regions to a class of
+ * class_size bytes that needs a new slab (bin.c, "Lending"): larger, at most
+ * LEND_MAX_RATIO times (the lent block wastes at most what the hole it fills wasted
+ * already), and aligned at least as well: every region of a class is aligned to its
+ * size's largest power of two (up to a page), which aligned_alloc relies on. Hardened
+ * mode, whose sized frees must name the block's own class, does not lend. */
+#define LEND_MAX_RATIO 4
+static inline size_t region_alignment(size_t size) {
+  size_t low = size & -size;
+  return low < PAGE ? low : PAGE;
+}
+static inline bool bin_may_lend(size_t lender_size, size_t class_size) {
+  return !opt_hardened && lender_size > class_size && lender_size <= LEND_MAX_RATIO * class_size &&
+         region_alignment(lender_size) >= region_alignment(class_size);
+}
 
 /* Takes up to n regions of class c from arena a into out[], lowest address first.
  * Returns how many it got (0 only when the OS refused memory). Locks the bin. */
@@ -41,8 +59,8 @@ static inline void slab_region_mark_free(extent_t *slab, uint64_t magic, uintptr
   if (idx / 64 < slab->first_word) slab->first_word = idx / 64;
 }
 /* Returns to arena a's bin of class c, under one acquisition of its lock, every block of
- * items[0 .. n) whose slab belongs to a; the others are moved to the front of items and
- * counted in the result. */
+ * items[0 .. n) whose slab belongs to a and is of class c; the others (another arena's,
+ * or lent by another class) are moved to the front of items and counted in the result. */
 unsigned bin_flush(arena_t *a, unsigned c, void **items, unsigned n);
 /* Gives arena a's bin of class c's empty slabs (its current one if empty, its spare)
  * to the arena's stash, where every class's new slabs and decay find them: for a class

@@ -444,6 +444,7 @@ static const ctl_node_t stats_bin_nodes[] = {
     BSTAT("nrequests", CTL_U64, nrequests), BSTAT("curregs", CTL_SIZE, curregs),
     BSTAT("curslabs", CTL_SIZE, curslabs),  BSTAT("nslabs", CTL_U64, nslabs),
     BSTAT("nfills", CTL_U64, nfills),       BSTAT("nflushes", CTL_U64, nflushes),
+    BSTAT("nlent", CTL_U64, nlent),
     NAMED("mutex", bin_lock_nodes),         END};
 static const ctl_node_t stats_bin_index[] = {INDEXED("<j>", stats_bin_nodes, bin_index_ok), END};
 

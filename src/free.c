@@ -20,6 +20,7 @@
 
 #include "arena.h"
 #include "background.h"
+#include "bin.h"
 #include "config.h"
 #include "fatal.h"
 #include "free_map.h"
@@ -423,6 +424,14 @@ size_t free_usable_of_malloc(size_t size) {
   return size <= LOOKUP_MAX ? class_infos[size_to_class(size)].size : large_usable_size(size);
 }
 
+/* Whether block p (of extent e, class c, actual bytes) may have been lent by its class
+ * to the class of one of the claimed usable sizes (bin.h, "Lending"): its slab has lent
+ * regions since it was last empty, and its class may lend to that one. A sized free of
+ * it with that size is then right. */
+static bool lent_block_fits(const extent_t *e, unsigned c, size_t actual, size_t usable, size_t usable_alt) {
+  return c < NSMALL && e->lent && (bin_may_lend(actual, usable) || bin_may_lend(actual, usable_alt));
+}
+
 /* Whether a sized free of p may take free's fast path: the free map names a cached
  * class of one of the claimed usable sizes, p starts a region, and holds no key. */
 static bool sized_free_is_plain(const void *p, size_t usable, size_t usable_alt) {
@@ -444,7 +453,8 @@ void tessera_free_checked_size(void *p, size_t usable, size_t usable_alt, bool u
   size_t actual = block_size_of(e, c);
   /* A sampled block has an extent of its own, larger than its class (prof_hooks.h). */
   if (unlikely(actual != usable && actual != usable_alt && !e->sampled &&
-               !exact_class_sized_free_fits(c, actual, usable, usable_alt)))
+               !exact_class_sized_free_fits(c, actual, usable, usable_alt) &&
+               !lent_block_fits(e, c, actual, usable, usable_alt)))
     fatal_pointer(func, "size of another size class", p);
   if (use_tcache) free_checked(p, e, c);
   else free_to_arena(e, c, p);

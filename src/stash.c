@@ -13,6 +13,7 @@ void stash_put(arena_t *a, extent_t *slab) {
   /* Off the free map while stashed: a free of one of its blocks (a double free, all of
    * them being free) then takes the slow path, which sees the empty slab and aborts. */
   free_map_clear_block(slab->addr, slab->npages, true);
+  slab->lent = 0; /* no region is out, lent or not */
   heap_insert(&a->stash[slab->class_id], slab);
   extent_list_append(&a->stash_lru, slab);
   a->stash_pages += slab->npages;

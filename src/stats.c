@@ -67,6 +67,7 @@ static void read_bin(bin_t *bin, bin_stats_t *b) {
   b->nfills = bin->nfills;
   b->nflushes = bin->nflushes;
   b->nslabs = bin->nslabs;
+  b->nlent = bin->nlent;
   b->curregs = bin->curregs;
   b->curslabs = bin->curslabs;
   lock_release(&bin->lock);
@@ -152,6 +153,7 @@ static void merge_arena(arena_stats_t *m, const arena_stats_t *s) {
     to->nfills += from->nfills;
     to->nflushes += from->nflushes;
     to->nslabs += from->nslabs;
+    to->nlent += from->nlent;
     to->curregs += from->curregs;
     to->curslabs += from->curslabs;
     add_lock(&to->lock, &from->lock);

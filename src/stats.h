@@ -25,6 +25,7 @@ typedef struct stats_lock {
 
 typedef struct bin_stats {
   uint64_t nmalloc, ndalloc, nrequests, nfills, nflushes, nslabs;
+  uint64_t nlent; /* regions lent to smaller classes (bin.h), also counted in nmalloc */
   size_t curregs, curslabs;
   stats_lock_t lock;
 } bin_stats_t;

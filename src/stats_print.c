@@ -55,6 +55,7 @@ static void j_bin(emitter_t *e, const bin_stats_t *b, unsigned c, const print_op
   j_u64(e, "nslabs", b->nslabs);
   j_u64(e, "nfills", b->nfills);
   j_u64(e, "nflushes", b->nflushes);
+  j_u64(e, "nlent", b->nlent);
   j_double(e, "util", bin_util(b, c));
   if (o->locks) j_lock(e, "lock", &b->lock);
   j_close(e, '}');
@@ -277,16 +278,16 @@ static void t_lock(emitter_t *e, const char *name, const stats_lock_t *l) {
 }
 
 static void t_bins(emitter_t *e, const arena_stats_t *s, const print_opts_t *o) {
-  emit(e, "  bins:     size  slab_kb  regs     nmalloc     ndalloc   nrequests   curregs curslabs   nfills nflushes  util%s\n",
+  emit(e, "  bins:     size  slab_kb  regs     nmalloc     ndalloc   nrequests   curregs curslabs   nfills nflushes     nlent  util%s\n",
        o->locks ? "  lock_ops   lock_wait" : "");
   for (unsigned c = 0; c < NSMALL; c++) {
     const bin_stats_t *b = &s->bins[c];
     if (b->nmalloc == 0 && b->curslabs == 0 && b->nrequests == 0) continue;
     const class_info_t *ci = &class_infos[c];
-    emit(e, "        %9u %8u %5u %11llu %11llu %11llu %9zu %8zu %8llu %8llu %5.2f", ci->size,
+    emit(e, "        %9u %8u %5u %11llu %11llu %11llu %9zu %8zu %8llu %8llu %9llu %5.2f", ci->size,
          ci->slab_pages * 4, ci->nregs, (unsigned long long)b->nmalloc, (unsigned long long)b->ndalloc,
          (unsigned long long)b->nrequests, b->curregs, b->curslabs, (unsigned long long)b->nfills,
-         (unsigned long long)b->nflushes, bin_util(b, c));
+         (unsigned long long)b->nflushes, (unsigned long long)b->nlent, bin_util(b, c));
     if (o->locks) emit(e, " %9llu %11llu", (unsigned long long)b->lock.num_ops, (unsigned long long)b->lock.num_wait);
     emit(e, "\n");
   }

@@ -564,8 +564,10 @@ static void flush_oldest(tcache_t *tc, unsigned c, unsigned n) {
   tessera_assert(n >= 1 && n <= count);
   void **items = b->slots + b->capacity - n;
   unsigned left = n;
-  while (left > 0) /* one round per owning arena */
-    left = bin_flush(pm_extent(pagemap_get((uintptr_t)items[0]))->arena, c, items, left);
+  while (left > 0) { /* one round per owning arena (and per lending class, bin.h) */
+    const extent_t *slab = pm_extent(pagemap_get((uintptr_t)items[0]));
+    left = bin_flush(slab->arena, slab->class_id, items, left);
+  }
   /* The newer blocks move up into the freed slots, keeping their order. */
   memmove(b->head + n, b->head, (count - n) * sizeof(void *));
   b->head += n;

@@ -14,9 +14,12 @@
  *   slab     an extent cut into regions of one small class; a bitmap records the free
  *            regions. Its metadata (and bitmap) lives outside the slab, in base memory.
  *   region   one block handed to the program from a slab.
+ *   lending  a class that needs a new slab takes a larger sparse class's free regions
+ *            instead (bin.h); the blocks stay the lender's (page map, free).
  *   bin      an arena's state for one small class: the slab in use, the non-full slabs
  *            (lowest address first), one spare empty slab, counters (bin.c).
- *   cache bin  a thread cache's stack of free blocks of one class (tcache.h).
+ *   cache bin  a thread cache's stack of free blocks of one class (tcache.h), or of a
+ *            class that lent to it.
  *   class_id   a slab's size class (extent_t.class_id); "code" is class + 1 as the page
  *            map and the free map store it.
  *   arena    independent allocator state: bins and free extents, behind their own locks.
@@ -122,6 +125,8 @@ typedef struct extent {
   uint8_t sampled_first, sampled_last;
   /* large: freed into a thread's cache of large blocks (large_cache.h), not live */
   uint8_t thread_cached;
+  /* slab: lent regions to a smaller class since it was last empty (bin.h, "Lending") */
+  uint8_t lent;
   /* pairing-heap links (free-extent sets and a bin's non-full slabs; never both) */
   struct extent *heap_child;
   struct extent *heap_next;
@@ -176,6 +181,7 @@ typedef struct bin {
   uint64_t nflushes;  /* tcache flushes received */
   uint64_t nslabs;    /* slabs created */
   uint64_t nrequests; /* malloc calls served, merged from exited threads' caches */
+  uint64_t nlent;     /* regions lent to smaller classes (bin.c), also in nmalloc */
   size_t curregs;     /* regions currently handed out */
   size_t curslabs;    /* slabs currently owned */
 } bin_t;

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Lending (src/bin.h): a class that needs a new slab takes the free regions of a larger,
+ * sparse class of its arena instead. One case per process:
+ *   lend      128-byte blocks, two in three freed, leave their class a third full; then
+ *             64-byte requests get 128-byte regions, counted in the lender's nlent, and
+ *             free and free_sized (with the requested size) take them back
+ *   align     only classes whose regions are 16-byte aligned are sparse: 32-byte
+ *             requests (aligned_alloc(32, ...) among them) borrow nothing, and every
+ *             block is 32-byte aligned; then a sparse 96-byte class (32-byte aligned
+ *             regions) lends to them, aligned too
+ *   hardened  hardened:true (run with TESSERA_CONF): nothing is lent
+ */
+#include "tt_ctl.h"
+
+#include <malloc.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* free_sized is C23: looked up, as the C library here may not declare it. */
+static void free_sized_call(void *p, size_t size) {
+  void (*f)(void *, size_t) = (void (*)(void *, size_t))dlsym(RTLD_DEFAULT, "free_sized");
+  TT_CHECK(f != NULL);
+  f(p, size);
+}
+
+static size_t bin_count(const char *field, size_t size) {
+  char fmt[96];
+  snprintf(fmt, sizeof(fmt), "stats.arenas.4096.bins.%%u.%s", field);
+  tt_stats_refresh();
+  return tt_ctl_size(fmt, tt_bin_of(size));
+}
+
+static uint64_t lent_by(size_t size) {
+  char name[96];
+  snprintf(name, sizeof(name), "stats.arenas.4096.bins.%u.nlent", tt_bin_of(size));
+  tt_stats_refresh();
+  uint64_t v = 0;
+  size_t len = sizeof(v);
+  TT_CHECKF(tt_ctl(name, &v, &len, NULL, 0) == 0, "read %s", name);
+  return v;
+}
+
+static void flush_cache(void) { TT_CHECK(tt_ctl("thread.tcache.flush", NULL, NULL, NULL, 0) == 0); }
+
+enum { SPARSE_BLOCKS = 12000, BORROWERS = 3000 };
+static void *sparse_blocks[SPARSE_BLOCKS];
+
+/* Leaves class `size` a third full: SPARSE_BLOCKS blocks, two in three freed, the
+ * thread's cache flushed so that the freed regions are back in their slabs. */
+static void make_sparse(size_t size) {
+  for (int i = 0; i < SPARSE_BLOCKS; i++) {
+    sparse_blocks[i] = malloc(size);
+    TT_CHECK(sparse_blocks[i] != NULL);
+    memset(sparse_blocks[i], 1, size);
+  }
+  for (int i = 0; i < SPARSE_BLOCKS; i++)
+    if (i % 3 != 0) free(sparse_blocks[i]);
+  flush_cache();
+  size_t regs = bin_count("curregs", size);
+  TT_CHECKF(regs <= (size_t)SPARSE_BLOCKS / 3 + 64, "class %zu: %zu regions in use after freeing two in three", size, regs);
+}
+
+static void *borrowers[BORROWERS];
+
+/* BORROWERS blocks of `size` bytes (aligned to `align` if not 0), written; returns how
+ * many got a region bigger than their class, each checked to be aligned to `align`. */
+static int allocate_borrowers(size_t size, size_t align) {
+  int bigger = 0;
+  for (int i = 0; i < BORROWERS; i++) {
+    borrowers[i] = align != 0 ? aligned_alloc(align, size) : malloc(size);
+    TT_CHECK(borrowers[i] != NULL);
+    if (align != 0)
+      TT_CHECKF((uintptr_t)borrowers[i] % align == 0, "aligned_alloc(%zu, %zu) returned %p", align, size, borrowers[i]);
+    memset(borrowers[i], 2, size);
+    if (malloc_usable_size(borrowers[i]) > size) bigger++;
+  }
+  return bigger;
+}
+
+static void test_lend(void) {
+  make_sparse(128);
+  size_t slabs64 = bin_count("curslabs", 64);
+  int lent = allocate_borrowers(64, 0);
+  TT_CHECKF(lent > BORROWERS / 2, "64-byte requests beside a sparse 128-byte class: only %d of %d got its regions",
+            lent, BORROWERS);
+  TT_CHECKF(lent_by(128) >= (uint64_t)lent, "class 128 counts %llu lent regions, %d blocks have one",
+            (unsigned long long)lent_by(128), lent);
+  size_t grown = bin_count("curslabs", 64) - slabs64;
+  TT_CHECKF(grown * 256 < (size_t)BORROWERS / 2, "class 64 took %zu new slabs although its blocks were lent", grown);
+  /* free_sized with the size asked for: right, not "size of another size class". */
+  for (int i = 0; i < BORROWERS; i++) {
+    if (i % 2 == 0) free_sized_call(borrowers[i], 64);
+    else free(borrowers[i]);
+  }
+  flush_cache();
+  size_t regs = bin_count("curregs", 128);
+  TT_CHECKF(regs <= (size_t)SPARSE_BLOCKS / 3 + 64, "every lent block freed: class 128 still has %zu regions in use", regs);
+  for (int i = 0; i < SPARSE_BLOCKS; i += 3) free(sparse_blocks[i]);
+}
+
+static void test_align(void) {
+  make_sparse(48);
+  make_sparse(80);
+  make_sparse(112);
+  int bigger = allocate_borrowers(32, 32);
+  TT_CHECKF(bigger == 0, "%d blocks of class 32 came from classes whose regions are not 32-byte aligned", bigger);
+  TT_CHECK(lent_by(48) == 0 && lent_by(80) == 0 && lent_by(112) == 0);
+  for (int i = 0; i < BORROWERS; i++) free(borrowers[i]);
+  flush_cache();
+  make_sparse(96);
+  bigger = allocate_borrowers(32, 32);
+  TT_CHECKF(bigger > BORROWERS / 2, "32-byte requests beside a sparse 96-byte class: only %d of %d got its regions",
+            bigger, BORROWERS);
+  bigger = allocate_borrowers(32, 0); /* plain malloc: also aligned to 32 then */
+  for (int i = 0; i < BORROWERS; i++)
+    TT_CHECKF((uintptr_t)borrowers[i] % 32 == 0, "malloc(32) returned %p", borrowers[i]);
+}
+
+static void test_hardened(void) {
+  make_sparse(128);
+  allocate_borrowers(64, 0);
+  TT_CHECKF(lent_by(128) == 0, "hardened mode lent %llu regions", (unsigned long long)lent_by(128));
+}
+
+int main(int argc, char **argv) {
+  TT_CHECK(argc == 2);
+  if (strcmp(argv[1], "lend") == 0) test_lend();
+  else if (strcmp(argv[1], "align") == 0) test_align();
+  else if (strcmp(argv[1], "hardened") == 0) test_hardened();
+  else TT_CHECKF(0, "unknown case %s", argv[1]);
+  return 0;
+}
