@@ -136,8 +136,8 @@ static unsigned take_regions(arena_t *a, unsigned c, void **out, unsigned n, uns
  * lend to need new slabs itself), and at least LEND_MIN_ROOM_SLABS slabs' worth of free
  * regions in its slabs in use. A few slabs' room is what a class's cached blocks leave
  * while the program is busy with other sizes, and the class wants it back when its
- * turn comes (batches of one size after another: 5.4 MB peak with the minimum, 5.6
- * without, 5.2 without lending). It lends only from slabs in use: an empty one (its spare, an idle current
+ * turn comes (batches of one size after another: 5.2 MiB peak with the minimum, 5.5
+ * without, 5.1 without lending). It lends only from slabs in use: an empty one (its spare, an idle current
  * slab) serves the borrower better as a slab of its own, from the stash. bin_may_lend
  * (bin.h) bounds which classes lend to which. Free sends a lent block back to its own
  * class (the page's), so nothing else needs to know.

@@ -27,8 +27,8 @@ _Atomic bool purge_background_active;
  * malloc gets the room to keep them resident once releasing them has cost it page
  * faults (without it, a program cycling 20 blocks of 5-25 MiB released and faulted back
  * 2.9 GiB in 1500 steps); one whose freed pages stay unused keeps the base. A quarter,
- * not half: vectors grown by realloc to up to 8 MiB kept 163 MB at their peak with half
- * (tcmalloc 137, jemalloc 114), 142 MB with a quarter, for 4% more time (61k -> 66k page
+ * not half: vectors grown by realloc to up to 8 MiB kept 159 MiB at their peak with half
+ * (tcmalloc 134, jemalloc 112), 139 MiB with a quarter, for 4% more time (61k -> 66k page
  * faults); the cycling program is the same with either. */
 static size_t dirty_slack(const arena_t *a) {
   size_t extra = a->refault_slack < a->active_peak_pages / 4 ? a->refault_slack : a->active_peak_pages / 4;
