@@ -9,11 +9,16 @@
  *             requests (aligned_alloc(32, ...) among them) borrow nothing, and every
  *             block is 32-byte aligned; then a sparse 96-byte class (32-byte aligned
  *             regions) lends to them, aligned too
+ *   threads   two threads on one arena borrow from a sparse class and free half of
+ *             their lent blocks on the other thread (free and free_sized): after every
+ *             block is freed and both caches flushed, the lender's count of regions in
+ *             use is back where it was (the debug build also checks every slab's bitmap)
  *   hardened  hardened:true (run with TESSERA_CONF): nothing is lent
  */
 #include "tt_ctl.h"
 
 #include <malloc.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -117,6 +122,51 @@ static void test_align(void) {
     TT_CHECKF((uintptr_t)borrowers[i] % 32 == 0, "malloc(32) returned %p", borrowers[i]);
 }
 
+enum { PER_THREAD = 4000 };
+static void *handed[2][PER_THREAD / 2]; /* each thread's blocks for the other to free */
+static pthread_barrier_t handoff;
+
+static void bind_to_arena_0(void) {
+  unsigned zero = 0;
+  TT_CHECK(tt_ctl("thread.arena", NULL, NULL, &zero, sizeof(zero)) == 0);
+}
+
+static void *borrow_and_swap(void *arg) {
+  int me = (int)(intptr_t)arg;
+  bind_to_arena_0();
+  void *mine[PER_THREAD / 2];
+  for (int i = 0; i < PER_THREAD; i++) {
+    void *p = malloc(64);
+    TT_CHECK(p != NULL);
+    memset(p, me + 1, 64);
+    if (i % 2 == 0) handed[me][i / 2] = p;
+    else mine[i / 2] = p;
+  }
+  pthread_barrier_wait(&handoff);
+  for (int i = 0; i < PER_THREAD / 2; i++) {
+    free(mine[i]);
+    if (i % 2 == 0) free_sized_call(handed[1 - me][i], 64);
+    else free(handed[1 - me][i]);
+  }
+  flush_cache();
+  return NULL;
+}
+
+static void test_threads(void) {
+  bind_to_arena_0();
+  make_sparse(128);
+  size_t before = bin_count("curregs", 128);
+  TT_CHECK(pthread_barrier_init(&handoff, NULL, 2) == 0);
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++) TT_CHECK(pthread_create(&t[i], NULL, borrow_and_swap, (void *)(intptr_t)i) == 0);
+  for (int i = 0; i < 2; i++) TT_CHECK(pthread_join(t[i], NULL) == 0);
+  TT_CHECKF(lent_by(128) > 0, "two threads of arena 0 took 64-byte blocks beside a sparse 128-byte class: none lent");
+  flush_cache();
+  size_t after = bin_count("curregs", 128);
+  TT_CHECKF(after == before, "class 128 had %zu regions in use before the threads, %zu after all their blocks were freed",
+            before, after);
+}
+
 static void test_hardened(void) {
   make_sparse(128);
   allocate_borrowers(64, 0);
@@ -127,6 +177,7 @@ int main(int argc, char **argv) {
   TT_CHECK(argc == 2);
   if (strcmp(argv[1], "lend") == 0) test_lend();
   else if (strcmp(argv[1], "align") == 0) test_align();
+  else if (strcmp(argv[1], "threads") == 0) test_threads();
   else if (strcmp(argv[1], "hardened") == 0) test_hardened();
   else TT_CHECKF(0, "unknown case %s", argv[1]);
   return 0;
