@@ -21,14 +21,15 @@
  * LEND_MAX_RATIO times (the lent block wastes at most what the hole it fills wasted
  * already), and aligned at least as well: every region of a class is aligned to its
  * size's largest power of two (up to a page), which aligned_alloc relies on. Hardened
- * mode, whose sized frees must name the block's own class, does not lend. */
+ * mode, whose sized frees must name the block's own class, does not lend, nor does
+ * lending:false. */
 #define LEND_MAX_RATIO 4
 static inline size_t region_alignment(size_t size) {
   size_t low = size & -size;
   return low < PAGE ? low : PAGE;
 }
 static inline bool bin_may_lend(size_t lender_size, size_t class_size) {
-  return !opt_hardened && lender_size > class_size && lender_size <= LEND_MAX_RATIO * class_size &&
+  return opt_lending && !opt_hardened && lender_size > class_size && lender_size <= LEND_MAX_RATIO * class_size &&
          region_alignment(lender_size) >= region_alignment(class_size);
 }
 

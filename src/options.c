@@ -17,6 +17,7 @@ extern const char *tessera_conf __attribute__((weak));
 bool opt_abort_conf = false;
 bool opt_tcache = true;
 bool opt_exact_classes = true;
+bool opt_lending = true;
 bool opt_free_map = true;
 size_t opt_tcache_max = TCACHE_MAX_LIMIT;
 size_t opt_tcache_large_max = LARGE_CACHE_MAX;
@@ -101,6 +102,9 @@ const option_def_t option_table[] = {
                 "Make up to 8 size classes at run time, each for one exact size (rounded to 16 bytes) that "
                 "most requests of a class above 128 bytes ask for while wasting at least 5% of it "
                 "(never with hardened:true)."),
+    BOOL_OPTION("lending", opt_lending,
+                "A class that needs a new slab first takes the free regions of a larger class of its "
+                "arena whose slabs are sparse (at most 4x the size; never with hardened:true)."),
     STRING_OPTION("slab_sizes", opt_slab_sizes,
                   "Slab size in pages for the small classes in a size range, e.g. 1-4096:17|128-128:2 "
                   "(clamped to what a slab can hold).",

@@ -29,6 +29,7 @@ typedef enum arena_select { ARENA_SELECT_CPU, ARENA_SELECT_LEAST_LOADED } arena_
 extern bool opt_abort_conf;
 extern bool opt_tcache;
 extern bool opt_exact_classes; /* exact_class.h */
+extern bool opt_lending;       /* bin.h */
 extern bool opt_free_map;
 extern size_t opt_tcache_max;
 extern size_t opt_tcache_large_max;
