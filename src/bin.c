@@ -82,7 +82,7 @@ static COLD_TEXT void take_random_regions(extent_t *slab, size_t size, void **ou
   for (unsigned i = 0; i < take; i++) out[i] = (void *)(slab->addr + (size_t)idx[i] * size);
 }
 
-/* Takes n regions (fewer if the slab runs out) from slab of class size size. */
+/* Takes `take` free regions of slab (it has them), whose class's size is size. */
 static void take_from_slab(extent_t *slab, size_t size, void **out, unsigned take) {
   if (unlikely(opt_hardened)) {
     take_random_regions(slab, size, out, take);
@@ -137,10 +137,10 @@ static unsigned take_regions(arena_t *a, unsigned c, void **out, unsigned n, uns
  * regions in its slabs in use. A few slabs' room is what a class's cached blocks leave
  * while the program is busy with other sizes, and the class wants it back when its
  * turn comes (batches of one size after another: 5.2 MiB peak with the minimum, 5.5
- * without, 5.1 without lending). It lends only from slabs in use: an empty one (its spare, an idle current
- * slab) serves the borrower better as a slab of its own, from the stash. bin_may_lend
- * (bin.h) bounds which classes lend to which. Free sends a lent block back to its own
- * class (the page's), so nothing else needs to know.
+ * without, 5.1 without lending). It lends only from slabs in use: an empty one (its
+ * spare, an idle current slab) serves the borrower better as a slab of its own, from
+ * the stash. bin_may_lend (bin.h) bounds which classes lend to which. Free sends a lent
+ * block back to its own class (the page's), so nothing else needs to know.
  */
 #define LEND_MAX_USE_PERCENT 75
 #define LEND_MIN_ROOM_SLABS 8
@@ -155,7 +155,7 @@ static bool bin_is_sparse(const bin_t *bin, unsigned d) {
 }
 
 /* The smallest class that may lend to class c, or -1. The counters are read without the
- * lenders' locks: a guess, which take_regions checks. */
+ * lenders' locks: a guess; lend_regions takes, under the lock, what is really there. */
 static int find_lender(arena_t *a, unsigned c) {
   size_t size = class_infos[c].size, best = SIZE_MAX;
   int lender = -1;
