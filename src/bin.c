@@ -199,7 +199,7 @@ static unsigned lend_regions(arena_t *a, unsigned d, void **out, unsigned n) {
 /* Takes up to n regions for class c: from its slabs in use, then lent by a larger class
  * (if any may: the rest of this batch waits for the next refill), then from a new slab. */
 static unsigned take_or_borrow(arena_t *a, unsigned c, void **out, unsigned n, unsigned requests) {
-  if (unlikely(opt_hardened)) return take_regions(a, c, out, n, requests, ANY_SLAB, true);
+  if (unlikely(!bin_lending_on())) return take_regions(a, c, out, n, requests, ANY_SLAB, true);
   unsigned got = take_regions(a, c, out, n, requests, RESIDENT_SLAB, true);
   if (got == n) return got;
   int lender = find_lender(a, c);

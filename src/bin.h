@@ -28,8 +28,9 @@ static inline size_t region_alignment(size_t size) {
   size_t low = size & -size;
   return low < PAGE ? low : PAGE;
 }
+static inline bool bin_lending_on(void) { return opt_lending && !opt_hardened; }
 static inline bool bin_may_lend(size_t lender_size, size_t class_size) {
-  return opt_lending && !opt_hardened && lender_size > class_size && lender_size <= LEND_MAX_RATIO * class_size &&
+  return bin_lending_on() && lender_size > class_size && lender_size <= LEND_MAX_RATIO * class_size &&
          region_alignment(lender_size) >= region_alignment(class_size);
 }
 

@@ -337,8 +337,6 @@ static arena_t *balanced_arena(tcache_t *tc, int c) {
   return a;
 }
 
-static arena_t *refill_arena(tcache_t *tc, unsigned c) { return balanced_arena(tc, (int)c); }
-
 arena_t *tcache_large_arena(tcache_t *tc) { return tc != NULL ? balanced_arena(tc, BALANCE_EXTENTS) : thread_arena(); }
 
 void tcache_flush_thread(void) {
@@ -543,8 +541,8 @@ void *tcache_alloc_refill(tcache_t *tc, unsigned c) {
   unsigned want = b->capacity > 1 ? b->capacity / 2u : b->capacity; /* half a bin per fill */
   void **empty = b->slots + b->capacity;
   void **batch = empty - want;
-  unsigned got = bin_fill(refill_arena(tc, c), c, batch, want);
-  if (unlikely(got == 0) && arena_handle_oom(class_infos[c].size)) got = bin_fill(refill_arena(tc, c), c, batch, want);
+  unsigned got = bin_fill(balanced_arena(tc, (int)c), c, batch, want);
+  if (unlikely(got == 0) && arena_handle_oom(class_infos[c].size)) got = bin_fill(balanced_arena(tc, (int)c), c, batch, want);
   if (got == 0) return NULL;
   if (got < want) { /* the OS refused memory partway */
     memmove(empty - got, batch, got * sizeof(void *));
