@@ -5,11 +5,11 @@
 #include "prof_cfi.h"
 #include "prof_cfi_cache.h"
 #include "prof_maps.h"
+#include "os.h"
 
 #include <stdatomic.h>
 #include <stddef.h>
 #include <string.h>
-#include <sys/mman.h>
 
 /* The calling thread's stack mapping, learned once per thread (and again if the stack
  * pointer leaves it: a signal stack or a user-level thread's stack). */
@@ -30,7 +30,7 @@ static bool stack_bounds_by_thread_pointer(uintptr_t sp, uintptr_t *lo, uintptr_
   if (tp <= sp || tp - sp > STACK_SPAN_MAX) return false;
   uintptr_t first = sp & ~(SYSTEM_PAGE - 1);
   unsigned char resident[STACK_SPAN_MAX / SYSTEM_PAGE + 1];
-  if (mincore((void *)first, tp - first, resident) != 0) return false;
+  if (!os_pages_resident((void *)first, tp - first, resident)) return false;
   *lo = first;
   *hi = tp;
   return true;
