@@ -129,20 +129,23 @@ NOINLINE PROF_API_ENTRY static bool resize_sampled_in_place(void *p, extent_t *e
   return true;
 }
 
-/* realloc of block p in the default mode: a small block (a string growing, a table
- * doubling: the common case of programs whose allocator function is realloc, as Lua's
- * is) found through the free map; everything else through the page map. */
-NOINLINE PROF_API_ENTRY static void *realloc_block(void *p, size_t size) {
+/* realloc of block p in the default mode, beyond the entry's case (p keeps its class): a
+ * small block (a string growing, a table doubling: the common case of programs whose
+ * allocator function is realloc, as Lua's is) found through the free map; everything
+ * else through the page map. plain: p's class if the entry found p a live block of a
+ * cached class, NULL if it found none or did not look (size 0 or above LOOKUP_MAX). */
+NOINLINE PROF_API_ENTRY static void *realloc_block(void *p, size_t size, const class_info_t *plain) {
   if (size == 0) { /* glibc's behaviour: free and return NULL */
     unsigned c;
     free_lookup_block(p, "realloc()", &c, true); /* a misuse is named realloc's */
     tessera_free_internal(p);
     return NULL;
   }
-  uint32_t offset;
-  const class_info_t *plain = block_live_cached_class(p, &offset); /* found without the page map */
+  if (size > LOOKUP_MAX) {
+    uint32_t offset;
+    plain = block_live_cached_class(p, &offset); /* found without the page map */
+  }
   unsigned pc = plain != NULL ? (unsigned)(plain - class_infos) : 0;
-  if (plain != NULL && size <= LOOKUP_MAX && class_of_lookup[(size + 15) >> 4] == pc) return p;
   if (plain != NULL && pc < NSMALL && size <= (size_t)PTRDIFF_MAX) {
     tls_thread.realloc_copying = true; /* a copy: see below */
     void *q = tessera_malloc_internal(size);
@@ -192,7 +195,15 @@ PROF_API_ENTRY static void *realloc_default(void *p, size_t size) {
     return realloc_hardened_entry(p, size);
   }
   if (p == NULL) return tessera_malloc_internal(size);
-  return realloc_block(p, size);
+  /* The common case, a small block whose new size keeps its class (a string growing
+   * within its region), answered here, without realloc_block's stack frame. */
+  const class_info_t *plain = NULL;
+  if (size - 1 < LOOKUP_MAX) { /* size 0 wraps around */
+    uint32_t offset;
+    plain = block_live_cached_class(p, &offset);
+    if (plain != NULL && class_of_lookup[(size + 15) >> 4] == (unsigned)(plain - class_infos)) return p;
+  }
+  return realloc_block(p, size, plain);
 }
 
 TESSERA_EXPORT void *realloc(void *p, size_t size) __attribute__((alias("realloc_default")));
