@@ -263,24 +263,45 @@ static extent_t *large_extent(arena_t *a, size_t usable, size_t align, size_t ga
 static void arena_free_large_unguarded(arena_t *a, extent_t *e, bool moved);
 
 /*
- * Zeroes a big block's pages that may hold old data (calloc). Free pages count as
+ * Zeroes a large block's pages that may hold old data (calloc). Free pages count as
  * resident, but a freed block's pages that the program never wrote are not: clearing
  * them by writing would fault them all in (a program that callocs 64 MiB, writes a page
- * and frees it, in a loop: 16k page faults and 64 MiB resident a call). From
- * CLEAR_CHECK_MIN bytes on, the kernel says which pages are resident (mincore): those
- * are zeroed where they are not zero already (hardened mode's page-by-page zeroing:
- * a page the program only read maps the kernel's zero page, which counts as resident
- * and which a write would copy), the others given back (MADV_DONTNEED), after which they
- * read as zero when first touched. Either way a page ends up zero, whatever happens to it
- * in between (a page swapped out meanwhile is faulted back and written; one swapped in
- * is dropped), so a page out in swap, which mincore reports as not resident, is right
- * too.
+ * and frees it, in a loop: 16k page faults and 64 MiB resident a call). So the kernel
+ * says which pages are resident (mincore): those are zeroed where they are not zero
+ * already (hardened mode's page-by-page zeroing: a page the program only read maps the
+ * kernel's zero page, which counts as resident and which a write would copy).
+ *
+ * A page that is not resident reads as zero, unless it is out in swap, which mincore
+ * does not tell apart. On a system without swap the others are left alone; with swap
+ * they are given back (MADV_DONTNEED), after which they read as zero when first touched,
+ * whatever happened to them before. A block whose previous owner wrote a few scattered
+ * pages (an array of which a few entries were set: callocs of 1 KiB - 1 MiB arrays with
+ * 8 entries set cost 13 madvise calls each) has many short runs of them: one call a run
+ * costs more than refaulting the few resident pages between them, so such a chunk is
+ * given back whole, the resident pages with it.
  */
 #define CLEAR_CHECK_MIN ((size_t)256 << 10)
 #define CLEAR_CHUNK_PAGES 256
-static void clear_run(char *p, size_t bytes, bool resident) {
-  if (!resident && os_release_pages(p, bytes)) return;
-  hardened_zero_written_pages(p, bytes);
+
+/* Clears n pages at p given their residency vec (bit 0 of each byte). */
+static void clear_chunk(char *p, size_t n, const unsigned char *vec, bool swap) {
+  size_t resident = 0, absent_runs = 0;
+  for (size_t i = 0; i < n; i++) {
+    resident += vec[i] & 1;
+    absent_runs += !(vec[i] & 1) && (i == 0 || (vec[i - 1] & 1));
+  }
+  /* A call a run costs about what refaulting two resident pages does. */
+  if (swap && absent_runs > 1 && resident <= 2 * (absent_runs - 1) && os_release_pages(p, n * PAGE)) return;
+  size_t i = 0;
+  while (i < n) { /* runs of pages alike */
+    size_t j = i + 1;
+    while (j < n && (vec[j] & 1) == (vec[i] & 1)) j++;
+    char *run = p + i * PAGE;
+    size_t bytes = (j - i) * PAGE;
+    if (vec[i] & 1) hardened_zero_written_pages(run, bytes);
+    else if (swap && !os_release_pages(run, bytes)) hardened_zero_written_pages(run, bytes);
+    i = j;
+  }
 }
 
 static void clear_pages(void *addr, size_t bytes) {
@@ -289,6 +310,7 @@ static void clear_pages(void *addr, size_t bytes) {
     return;
   }
   unsigned char vec[CLEAR_CHUNK_PAGES];
+  int swap = -1; /* asked once, when a page is not resident */
   for (char *p = addr, *end = p + bytes; p < end;) {
     size_t n = (size_t)(end - p) / PAGE < CLEAR_CHUNK_PAGES ? (size_t)(end - p) / PAGE : CLEAR_CHUNK_PAGES;
     if (n == 0) { /* less than a page left (a block's size is whole pages: never) */
@@ -296,13 +318,8 @@ static void clear_pages(void *addr, size_t bytes) {
       break;
     }
     if (!os_pages_resident(p, n * PAGE, vec)) memset(vec, 1, n); /* unknown: write them */
-    size_t i = 0;
-    while (i < n) { /* runs of pages alike */
-      size_t j = i + 1;
-      while (j < n && (vec[j] & 1) == (vec[i] & 1)) j++;
-      clear_run(p + i * PAGE, (j - i) * PAGE, vec[i] & 1);
-      i = j;
-    }
+    if (swap < 0 && memchr(vec, 0, n) != NULL) swap = os_swap_configured();
+    clear_chunk(p, n, vec, swap != 0);
     p += n * PAGE;
   }
 }

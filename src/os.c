@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -66,6 +67,14 @@ bool os_pages_resident(void *addr, size_t size, unsigned char *vec) {
   bool ok = mincore(addr, size, vec) == 0;
   errno = saved;
   return ok;
+}
+
+bool os_swap_configured(void) {
+  struct sysinfo si;
+  int saved = errno;
+  bool known = sysinfo(&si) == 0;
+  errno = saved;
+  return !known || si.totalswap != 0;
 }
 
 size_t os_count_mappings(void) {

@@ -34,6 +34,10 @@ bool os_lazy_free_pages(void *addr, size_t size);
  * (mincore: a page never touched is not; the other bits are reserved). Returns false if
  * the kernel refused. */
 bool os_pages_resident(void *addr, size_t size, unsigned char *vec);
+/* Whether the system has swap space (sysinfo): without it, a page of a private anonymous
+ * mapping that is not resident has never been written since it was last released, and
+ * reads as zero. True when unknown. */
+bool os_swap_configured(void);
 /* The process's memory mappings (lines of /proc/self/maps); 0 if unreadable. */
 size_t os_count_mappings(void);
 /* Makes a range (page aligned) inaccessible (PROT_NONE), or readable and writable

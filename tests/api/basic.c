@@ -133,6 +133,30 @@ static void test_calloc_big_reuse(void) {
               "(the pages were cleared by writing them)", faults);
 }
 
+/* calloc of freed blocks whose previous owners wrote scattered pages (a sparse array of
+ * which a few entries were set): resident and never-written pages alternate in short
+ * runs, which calloc clears in a few calls, not one a run; every byte must read zero. */
+static void test_calloc_scattered_reuse(void) {
+  const size_t page = 4096;
+  for (size_t kib = 260; kib <= 2048; kib = kib * 3 / 2) {
+    size_t n = kib << 10;
+    for (size_t stride = 1; stride <= 7; stride += 3) { /* every page, every 4th, every 7th */
+      unsigned char *m = malloc(n);
+      TT_CHECK(m != NULL);
+      for (size_t b = 0; b < n; b += stride * page) m[b + (b / page) % page] = 0x5A;
+      m[n - 1] = 0x5A;
+      free(m);
+      unsigned char *c = calloc(n, 1);
+      TT_CHECK(c != NULL);
+      size_t nonzero = 0;
+      for (size_t b = 0; b < n; b++) nonzero += c[b] != 0;
+      TT_CHECKF(nonzero == 0, "calloc(%zu, 1) after scattered writes every %zu pages: %zu bytes not zero",
+                n, stride, nonzero);
+      free(c);
+    }
+  }
+}
+
 static void test_usable_size(void) {
   for (size_t n = 0; n <= 70000; n++) {
     unsigned char *p = malloc(n);
@@ -323,6 +347,7 @@ int main(void) {
   test_zero_and_null();
   test_calloc_zeroes();
   test_calloc_big_reuse();
+  test_calloc_scattered_reuse();
   test_usable_size();
   test_sized_free();
   test_mallinfo2();
