@@ -267,9 +267,11 @@ static void arena_free_large_unguarded(arena_t *a, extent_t *e, bool moved);
  * resident, but a freed block's pages that the program never wrote are not: clearing
  * them by writing would fault them all in (a program that callocs 64 MiB, writes a page
  * and frees it, in a loop: 16k page faults and 64 MiB resident a call). So the kernel
- * says which pages are resident (mincore): those are zeroed where they are not zero
- * already (hardened mode's page-by-page zeroing: a page the program only read maps the
- * kernel's zero page, which counts as resident and which a write would copy).
+ * says which pages are resident (mincore), and those are written with zeros. (Reading
+ * each page first, to leave alone the ones that are zero already, doubled the time of
+ * callocs of 1 KiB - 1 MiB arrays with a few entries set, 1.2 -> 2.0 s, to save 2 MiB
+ * of their 57 MiB peak: a page the program only read maps the kernel's zero page, which
+ * counts as resident, and a write copies it.)
  *
  * A page that is not resident reads as zero, unless it is out in swap, which mincore
  * does not tell apart. On a system without swap the others are left alone; with swap
@@ -298,7 +300,7 @@ static void clear_chunk(char *p, size_t n, const unsigned char *vec, bool swap) 
     while (j < n && (vec[j] & 1) == (vec[i] & 1)) j++;
     char *run = p + i * PAGE;
     size_t bytes = (j - i) * PAGE;
-    if (vec[i] & 1) hardened_zero_written_pages(run, bytes);
+    if (vec[i] & 1) memset(run, 0, bytes);
     else if (swap && !os_release_pages(run, bytes)) hardened_zero_written_pages(run, bytes);
     i = j;
   }
