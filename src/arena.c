@@ -28,7 +28,7 @@
 arena_t *arenas[MAX_ARENAS];
 _Atomic unsigned narenas_created;
 unsigned narenas_limit = 1;
-static lock_t arenas_lock;
+static lock_t arenas_lock FORK_LOCK;
 static _Atomic unsigned arenas_in_use; /* narenas_limit, plus arenas made by arena_create */
 
 unsigned arenas_count(void) { return atomic_load_explicit(&arenas_in_use, memory_order_acquire); }
@@ -420,18 +420,35 @@ void arena_free_small(extent_t *slab, void *p) {
   arena_t *a = slab->arena;
   tessera_assert(slab->state == EXTENT_SLAB && slab->class_id < NSMALL);
   bin_t *bin = &a->bins[slab->class_id];
-  lock_acquire(&bin->lock);
+  bin_lock(a, bin);
   bin_free_locked(a, bin, slab, p);
   lock_release(&bin->lock);
 }
 
-/* fork: every lock, in the documented lock order (src/README.md). */
+/*
+ * fork: every lock, in the documented lock order (src/README.md), except the bins'. Those
+ * (one per class and arena, on a few pages of each arena) are not taken: each arena's
+ * gate closes, which makes every thread give a bin lock back as soon as it takes one
+ * (bin_lock), and the handler waits until each is free. Taken, every one would be
+ * written again in the parent right after fork, and each page of them copied (copy on
+ * write). A bin lock the forking thread holds itself (fork from a signal handler that
+ * interrupted malloc) is left as it is.
+ */
+static bool bin_lock_busy(const lock_t *l, uint32_t me) {
+  uint32_t s = atomic_load(&l->state);
+  return s != 0 && (s & ~LOCK_WAITERS) != me;
+}
+
 COLD_TEXT void arenas_fork_prepare(void) {
   lock_fork_prepare(&arenas_lock);
   unsigned n = arenas_count();
+  uint32_t me = lock_my_id();
+  for (unsigned i = 0; i < n; i++)
+    if (arenas[i] != NULL) atomic_store(&arenas[i]->fork_gate, true);
   for (unsigned i = 0; i < n; i++)
     if (arenas[i] != NULL)
-      for (unsigned c = 0; c < NSMALL; c++) lock_fork_prepare(&arenas[i]->bins[c].lock);
+      for (unsigned c = 0; c < NSMALL; c++)
+        while (bin_lock_busy(&arenas[i]->bins[c].lock, me)) os_yield();
   for (unsigned i = 0; i < n; i++)
     if (arenas[i] != NULL) lock_fork_prepare(&arenas[i]->extent_lock);
 }
@@ -439,15 +456,22 @@ COLD_TEXT void arenas_fork_prepare(void) {
 COLD_TEXT static void arenas_fork_release(void) {
   unsigned n = arenas_count();
   for (unsigned i = 0; i < n; i++)
-    if (arenas[i] != NULL) lock_fork_release(&arenas[i]->extent_lock);
-  for (unsigned i = 0; i < n; i++)
-    if (arenas[i] != NULL)
-      for (unsigned c = 0; c < NSMALL; c++) lock_fork_release(&arenas[i]->bins[c].lock);
+    if (arenas[i] != NULL) {
+      lock_fork_release(&arenas[i]->extent_lock);
+      atomic_store(&arenas[i]->fork_gate, false);
+    }
   lock_fork_release(&arenas_lock);
 }
 
 COLD_TEXT void arenas_fork_parent(void) { arenas_fork_release(); }
 COLD_TEXT void arenas_fork_child(void) {
+  /* A thread gone in the child may have held a bin lock at fork, between taking it and
+   * giving it back at the gate, having changed nothing: free again. */
+  uint32_t me = lock_my_id();
+  for (unsigned i = 0; i < arenas_count(); i++)
+    if (arenas[i] != NULL)
+      for (unsigned c = 0; c < NSMALL; c++)
+        if (bin_lock_busy(&arenas[i]->bins[c].lock, me)) atomic_store(&arenas[i]->bins[c].lock.state, 0);
   arenas_fork_release();
   for (unsigned i = 0; i < arenas_count(); i++)
     if (arenas[i] != NULL) {

@@ -20,7 +20,7 @@ typedef struct free_block {
   struct free_block *next;
 } free_block_t;
 
-static lock_t base_lock;
+static lock_t base_lock FORK_LOCK;
 static char *bump, *bump_end;
 SPARSE_ARRAY free_block_t *base_free_lists[BASE_NLISTS + 1];
 static size_t mapped_bytes;

@@ -7,6 +7,7 @@
 #include "hardened.h"
 #include "lock.h"
 #include "options.h"
+#include "os.h"
 #include "pagemap.h"
 #include "pairing_heap.h"
 #include "purge.h"
@@ -20,6 +21,14 @@ static void check_slab(const extent_t *slab) {
   tessera_assert(slab->nfree <= slab->nregs);
   tessera_assert(bitmap_count(slab->bitmap, slab->nregs) == slab->nfree);
   for (unsigned w = 0; w < slab->first_word; w++) tessera_assert(slab->bitmap[w] == 0);
+}
+
+COLD_TEXT void bin_lock_wait_fork(arena_t *a, bin_t *bin) {
+  do {
+    lock_release(&bin->lock);
+    while (atomic_load(&a->fork_gate)) os_yield();
+    lock_acquire(&bin->lock);
+  } while (atomic_load(&a->fork_gate));
 }
 
 extent_t *bin_slab_new(arena_t *a, unsigned c) {
@@ -101,7 +110,7 @@ static unsigned take_regions(arena_t *a, unsigned c, void **out, unsigned n, uns
   bin_t *bin = &a->bins[c];
   size_t size = class_infos[c].size;
   unsigned got = 0;
-  lock_acquire(&bin->lock);
+  bin_lock(a, bin);
   while (got < n) {
     extent_t *slab = bin->current;
     if (slab == NULL || slab->nfree == 0) {
@@ -175,7 +184,7 @@ static unsigned lend_regions(arena_t *a, unsigned d, void **out, unsigned n) {
   bin_t *bin = &a->bins[d];
   size_t size = class_infos[d].size;
   unsigned got = 0;
-  lock_acquire(&bin->lock);
+  bin_lock(a, bin);
   extent_t *slab = bin->current;
   if (slab != NULL && slab->nfree > 0 && slab->nfree < slab->nregs) {
     got = n < slab->nfree ? n : slab->nfree;
@@ -287,7 +296,7 @@ static inline __attribute__((always_inline)) void slab_run_freed(arena_t *a, bin
 
 void bin_release_empty(arena_t *a, unsigned c) {
   bin_t *bin = &a->bins[c];
-  lock_acquire(&bin->lock);
+  bin_lock(a, bin);
   extent_t *current = bin->current;
   if (current != NULL && current->nfree == current->nregs) {
     bin->current = NULL;
@@ -304,7 +313,7 @@ void bin_release_empty(arena_t *a, unsigned c) {
 unsigned bin_flush(arena_t *a, unsigned c, void **items, unsigned n) {
   bin_t *bin = &a->bins[c];
   unsigned kept = 0;
-  lock_acquire(&bin->lock);
+  bin_lock(a, bin);
   uint64_t magic = class_infos[c].magic;
   extent_t *slab = NULL;
   uintptr_t slab_start = 0, slab_bytes = 0;

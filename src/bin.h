@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "fatal.h"
+#include "lock.h"
 #include "options.h"
 #include "size_class.h"
 #include "types.h"
@@ -29,6 +30,18 @@ static inline size_t region_alignment(size_t size) {
   return low < PAGE ? low : PAGE;
 }
 static inline bool bin_lending_on(void) { return opt_lending && !opt_hardened; }
+
+/* Takes bin's lock (bin of arena a). While fork's handlers hold a's gate (arena.c), a
+ * lock just taken is given back until the gate opens: the handlers wait for the bins'
+ * locks to be free instead of taking every one, which the parent would write again
+ * after fork (each page of them copied: copy on write). No bin lock is ever taken with
+ * another allocator lock held but the stats snapshot's, which the handlers take before
+ * they close the gate, so a thread that waits here holds nothing they wait for. */
+void bin_lock_wait_fork(arena_t *a, bin_t *bin);
+static inline void bin_lock(arena_t *a, bin_t *bin) {
+  lock_acquire(&bin->lock);
+  if (unlikely(atomic_load(&a->fork_gate))) bin_lock_wait_fork(a, bin);
+}
 static inline bool bin_may_lend(size_t lender_size, size_t class_size) {
   return bin_lending_on() && lender_size > class_size && lender_size <= LEND_MAX_RATIO * class_size &&
          region_alignment(lender_size) >= region_alignment(class_size);

@@ -10,7 +10,7 @@
 #include "size_class.h"
 #include "tcache.h"
 
-static lock_t exact_lock; /* all zero: unlocked; guards the making of a class */
+static lock_t exact_lock FORK_LOCK; /* all zero: unlocked; guards the making of a class */
 unsigned exact_class_count(void) { return atomic_load_explicit(&size_class_nexact, memory_order_acquire); }
 
 /* Whether an exact class of size bytes pays for itself in static class c. */

@@ -19,6 +19,11 @@
 
 #define LOCK_WAITERS 1u
 
+/* For a global lock that fork's handlers take: the linker puts all of them together
+ * (src/layout.ld), so that the parent, which writes each again right after fork, copies
+ * one page of them (copy on write) rather than one page each. */
+#define FORK_LOCK __attribute__((section(".bss.tessera_fork_locks")))
+
 /* The calling thread's id as the lock word stores it (never 0). */
 uint32_t lock_id_slow(void);
 static inline uint32_t lock_my_id(void) {

@@ -64,7 +64,7 @@ void *prof_slab_alloc(arena_t *a, unsigned c) {
   bin_t *bin = &a->bins[c];
   size_t size = class_infos[c].size;
   void *p = NULL;
-  lock_acquire(&bin->lock);
+  bin_lock(a, bin);
   extent_t *slab = s->current;
   if (slab == NULL || slab->nfree == 0) {
     slab = heap_remove_first(&s->nonfull);
@@ -88,7 +88,7 @@ void prof_slab_free(extent_t *slab, void *p) {
   unsigned c = slab->class_id;
   bin_t *bin = &a->bins[c];
   sample_slabs_t *s = &atomic_load_explicit(&slabs_of_arena[a->index], memory_order_acquire)[c];
-  lock_acquire(&bin->lock);
+  bin_lock(a, bin);
   slab_region_mark_free(slab, class_infos[c].magic, (uintptr_t)p);
   slab->nfree++;
   bin->ndalloc++;

@@ -5,6 +5,7 @@
 
 #include "arena.h"
 #include "base.h"
+#include "bin.h"
 #include "free_map.h"
 #include "large_cache.h"
 #include "lock.h"
@@ -16,6 +17,11 @@
 
 stats_snapshot_t stats_ctl_snapshot;
 stats_snapshot_t stats_print_snapshot;
+/* The snapshots' locks, apart from them, with the other locks fork's handlers take. */
+static lock_t ctl_snapshot_lock FORK_LOCK, print_snapshot_lock FORK_LOCK;
+static lock_t *snapshot_lock_of(const stats_snapshot_t *s) {
+  return s == &stats_ctl_snapshot ? &ctl_snapshot_lock : &print_snapshot_lock;
+}
 
 /* ---- gathering ---- */
 
@@ -59,8 +65,8 @@ static void read_extents(arena_t *a, arena_stats_t *s) {
   read_lock(&a->extent_lock, &s->extent_lock);
 }
 
-static void read_bin(bin_t *bin, bin_stats_t *b) {
-  lock_acquire(&bin->lock);
+static void read_bin(arena_t *a, bin_t *bin, bin_stats_t *b) {
+  bin_lock(a, bin);
   b->nmalloc = bin->nmalloc;
   b->ndalloc = bin->ndalloc;
   b->nrequests = bin->nrequests; /* live caches' requests are added by add_tcache */
@@ -78,7 +84,7 @@ static void read_bin(bin_t *bin, bin_stats_t *b) {
 static void arena_read(arena_t *a, arena_stats_t *s) {
   s->nthreads = atomic_load(&a->nthreads);
   read_extents(a, s);
-  for (unsigned c = 0; c < NSMALL; c++) read_bin(&a->bins[c], &s->bins[c]);
+  for (unsigned c = 0; c < NSMALL; c++) read_bin(a, &a->bins[c], &s->bins[c]);
 }
 
 typedef struct tcache_walk {
@@ -235,7 +241,7 @@ static void prepare_records(stats_snapshot_t *s, unsigned n) {
 }
 
 void stats_refresh(stats_snapshot_t *s) {
-  lock_assert_held(&s->lock);
+  lock_assert_held(snapshot_lock_of(s));
   s->epoch++;
   memset(&s->merged, 0, sizeof(s->merged));
   memset(s->tcache_blocks, 0, sizeof(s->tcache_blocks));
@@ -276,17 +282,17 @@ const arena_stats_t *stats_arena(const stats_snapshot_t *s, size_t i) {
 
 /* ---- the snapshots' locks and fork ---- */
 
-void stats_snapshot_lock(stats_snapshot_t *s) { lock_acquire(&s->lock); }
-void stats_snapshot_unlock(stats_snapshot_t *s) { lock_release(&s->lock); }
+void stats_snapshot_lock(stats_snapshot_t *s) { lock_acquire(snapshot_lock_of(s)); }
+void stats_snapshot_unlock(stats_snapshot_t *s) { lock_release(snapshot_lock_of(s)); }
 
 void stats_fork_prepare(void) {
-  lock_fork_prepare(&stats_ctl_snapshot.lock);
-  lock_fork_prepare(&stats_print_snapshot.lock);
+  lock_fork_prepare(&ctl_snapshot_lock);
+  lock_fork_prepare(&print_snapshot_lock);
   thread_stats_fork_prepare();
 }
 
 void stats_fork_release(void) {
   thread_stats_fork_release();
-  lock_fork_release(&stats_print_snapshot.lock);
-  lock_fork_release(&stats_ctl_snapshot.lock);
+  lock_fork_release(&print_snapshot_lock);
+  lock_fork_release(&ctl_snapshot_lock);
 }

@@ -52,7 +52,7 @@ typedef struct arena_stats {
 } arena_stats_t;
 
 typedef struct stats_snapshot {
-  lock_t lock;
+  /* its lock: stats_snapshot_lock */
   uint64_t epoch;       /* refreshes so far */
   unsigned narenas;     /* arenas_count() at the refresh */
   unsigned nautomatic;  /* automatic arenas (the rest were made by arenas.create) */
@@ -73,7 +73,7 @@ typedef struct stats_snapshot {
 extern stats_snapshot_t stats_ctl_snapshot;
 extern stats_snapshot_t stats_print_snapshot;
 
-/* Refreshes s; the caller holds s->lock. May allocate (the per-arena records): no
+/* Refreshes s; the caller holds its lock (stats_snapshot_lock). May allocate (the per-arena records): no
  * allocator lock may be held. */
 void stats_refresh(stats_snapshot_t *s);
 void stats_snapshot_lock(stats_snapshot_t *s);

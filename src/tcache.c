@@ -21,7 +21,7 @@
 static _Atomic size_t tcache_mapped; /* bytes mapped for live thread caches (metadata) */
 
 size_t tcache_mapped_bytes(void) { return atomic_load_explicit(&tcache_mapped, memory_order_relaxed); }
-static lock_t registry_lock;
+static lock_t registry_lock FORK_LOCK;
 static tcache_t *registry;
 
 /* Blocks kept per bin (every cached class is a slab class): (regions per slab) <<
@@ -643,7 +643,7 @@ static void tcache_destroy(tcache_t *tc, uint8_t state) {
   /* Keep the exited thread's request counts: stats add them to the live caches'. */
   for (unsigned c = 0; c < NSMALL; c++) {
     bin_t *bin = &tc->arena->bins[c];
-    lock_acquire(&bin->lock);
+    bin_lock(tc->arena, bin);
     bin->nrequests += cache_bin_nmalloc(tc, tcache_bin(tc, c));
     lock_release(&bin->lock);
   }

@@ -7,7 +7,7 @@
 #include "os.h"
 #include "tcache.h"
 
-static lock_t registry_lock;
+static lock_t registry_lock FORK_LOCK;
 static thread_state_t *registry;   /* live registered threads (under registry_lock) */
 SPARSE_ARRAY thread_table_t exited_threads; /* exited threads by name (under registry_lock) */
 static bool observer_ready;

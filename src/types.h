@@ -192,6 +192,10 @@ typedef struct arena {
   _Atomic unsigned nthreads; /* threads bound to it */
   _Atomic uintptr_t last_refiller; /* thread_marker() of the thread that refilled last */
   lock_t extent_lock;        /* guards the extent sets and the large counters */
+  /* Set while fork's handlers run (arena.c): a bin lock taken meanwhile is given back
+   * until it clears (bin_lock). Beside the extent lock: one page the parent writes after
+   * fork for both. */
+  _Atomic bool fork_gate;
   extent_set_t dirty;
   extent_set_t muzzy;
   extent_set_t retained;
