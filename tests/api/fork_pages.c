@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * api.fork_pages: fork copies few of the parent's pages. Every page the allocator writes
+ * in the parent right after fork (its fork handler releasing what it took) is copied,
+ * since the child shares it (copy on write): a program that forks often (a shell, make)
+ * pays for each. A small program that used a few dozen size classes forks 100 times; the
+ * parent's minor page faults a fork must stay few (5 with tessera, 2-3 with glibc's malloc;
+ * 13 when fork's handler took every bin lock, 19 when it also took the profiler's locks
+ * without prof:true).
+ */
+#include "tt.h"
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define FORKS 100
+#define MAX_FAULTS_PER_FORK 9
+
+static long minor_faults(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_minflt;
+}
+
+static void fork_and_wait(void) {
+  pid_t pid = fork();
+  TT_CHECK(pid >= 0);
+  if (pid == 0) _exit(0);
+  int status = 0;
+  TT_CHECK(waitpid(pid, &status, 0) == pid);
+  TT_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+int main(void) {
+  enum { BLOCKS = 64 };
+  void *blocks[BLOCKS];
+  for (int i = 0; i < BLOCKS; i++) { /* small classes from 16 B to 16 KiB, and a large block */
+    size_t size = i == BLOCKS - 1 ? (size_t)1 << 20 : (size_t)16 << (i % 11);
+    blocks[i] = malloc(size);
+    TT_CHECK(blocks[i] != NULL);
+    memset(blocks[i], i, size);
+  }
+  for (int i = 0; i < 5; i++) fork_and_wait(); /* the paths fork takes, faulted in once */
+  long before = minor_faults();
+  for (int i = 0; i < FORKS; i++) fork_and_wait();
+  double per_fork = (double)(minor_faults() - before) / FORKS;
+  TT_CHECKF(per_fork <= MAX_FAULTS_PER_FORK, "%.1f minor page faults in the parent a fork (at most %d)",
+            per_fork, MAX_FAULTS_PER_FORK);
+  for (int i = 0; i < BLOCKS; i++) free(blocks[i]);
+  printf("api.fork_pages: ok (%.1f page faults a fork)\n", per_fork);
+  return 0;
+}
