@@ -12,6 +12,7 @@
 
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define FORKS 100
@@ -43,11 +44,16 @@ int main(void) {
   }
   for (int i = 0; i < 5; i++) fork_and_wait(); /* the paths fork takes, faulted in once */
   long before = minor_faults();
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   for (int i = 0; i < FORKS; i++) fork_and_wait();
+  clock_gettime(CLOCK_MONOTONIC, &t1);
   double per_fork = (double)(minor_faults() - before) / FORKS;
+  double us = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / 1e3 / FORKS;
   TT_CHECKF(per_fork <= MAX_FAULTS_PER_FORK, "%.1f minor page faults in the parent a fork (at most %d)",
             per_fork, MAX_FAULTS_PER_FORK);
   for (int i = 0; i < BLOCKS; i++) free(blocks[i]);
-  printf("api.fork_pages: ok (%.1f page faults a fork)\n", per_fork);
+  /* The time is reported, not checked: fork and wait for a child that exits at once. */
+  printf("api.fork_pages: ok (%.1f page faults in the parent a fork; %.0f us a fork and wait)\n", per_fork, us);
   return 0;
 }
