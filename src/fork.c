@@ -23,7 +23,7 @@ extern void _IO_list_resetlock(void) __attribute__((weak));
 /* The profiler's locks only with prof:true: without it nothing ever takes them, and every
  * lock the handlers take is a page the parent writes again right after fork, which
  * copies it (copy on write): the profiler's 32 locks cost a program that forks without
- * it 6 page copies a fork (fork() 79 -> 66 us, glibc 37 us; a forking shell or make). */
+ * it 6 page copies a fork (api.fork_pages; a forking shell or make pays them). */
 COLD_TEXT static void fork_prepare(void) {
   exact_class_fork_prepare(); /* taken with no other lock held */
   if (_IO_list_lock) _IO_list_lock();
