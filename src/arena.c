@@ -474,9 +474,10 @@ COLD_TEXT void arenas_fork_child(void) {
         if (bin_lock_busy(&arenas[i]->bins[c].lock, me)) atomic_store(&arenas[i]->bins[c].lock.state, 0);
   arenas_fork_release();
   for (unsigned i = 0; i < arenas_count(); i++)
-    if (arenas[i] != NULL) {
-      atomic_store(&arenas[i]->nthreads, 0);
-      if (arenas[i] != tls_thread.exclusive_arena) atomic_store(&arenas[i]->exclusive_owner, 0);
+    if (arenas[i] != NULL) { /* only what changes: each page written is copied */
+      if (atomic_load(&arenas[i]->nthreads) != 0) atomic_store(&arenas[i]->nthreads, 0);
+      if (arenas[i] != tls_thread.exclusive_arena && atomic_load(&arenas[i]->exclusive_owner) != 0)
+        atomic_store(&arenas[i]->exclusive_owner, 0);
     }
   thread_stats_fork_child(); /* its lock is held until stats_fork_release */
 }

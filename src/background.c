@@ -74,9 +74,10 @@ void background_start_if_wanted(void) {
   background_start();
 }
 
+/* Writes only what the child must change: each page it writes is copied (fork.c). */
 COLD_TEXT void background_fork_child(void) {
-  atomic_store(&purge_wants_background, false);
-  atomic_store(&purge_background_active, false);
+  if (atomic_load(&purge_wants_background)) atomic_store(&purge_wants_background, false);
+  if (atomic_load(&purge_background_active)) atomic_store(&purge_background_active, false);
   int s = atomic_load(&background_state);
   if (s == BG_RUNNING || s == BG_STARTING) atomic_store(&background_state, BG_NONE);
 }

@@ -103,9 +103,11 @@ void prof_timeline_close(void) {
   lock_release(&timeline_lock);
 }
 
+/* Writes only what the child must change: each page it writes is copied (fork.c). */
 void prof_timeline_fork_child(void) {
-  lock_init(&timeline_lock);
-  if (timeline_open) os_close(timeline_out.fd);
+  if (atomic_load_explicit(&timeline_lock.state, memory_order_relaxed) != 0) lock_init(&timeline_lock);
+  if (!timeline_open) return;
+  os_close(timeline_out.fd);
   timeline_open = false;
   timeline_out.len = 0;
 }

@@ -688,7 +688,7 @@ COLD_TEXT void tcache_fork_child(void) {
    * allocated (their blocks are lost to the child, as with every thread-caching
    * allocator) but are dropped from the registry. */
   tcache_t *mine = tls_thread.tcache != &tcache_empty ? tls_thread.tcache : NULL;
-  registry = mine;
-  if (mine) mine->next = mine->prev = NULL;
+  if (registry != mine) registry = mine; /* only what changes: each page written is copied */
+  if (mine && (mine->next != NULL || mine->prev != NULL)) mine->next = mine->prev = NULL;
   if (tls_thread.arena != NULL) atomic_store(&tls_thread.arena->nthreads, 1);
 }

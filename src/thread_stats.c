@@ -116,10 +116,10 @@ COLD_TEXT void thread_stats_fork_release(void) { lock_fork_release(&registry_loc
 
 COLD_TEXT void thread_stats_fork_child(void) {
   thread_state_t *me = &tls_thread;
-  registry = NULL;
-  if (me->stats_registered) {
+  thread_state_t *only = me->stats_registered ? me : NULL;
+  if (registry != only) registry = only; /* only what changes: each page written is copied */
+  if (only != NULL) {
     me->stats_next = me->stats_prev = NULL;
     me->tid = os_thread_id();
-    registry = me;
   }
 }

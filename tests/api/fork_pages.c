@@ -24,13 +24,26 @@ static long minor_faults(void) {
   return ru.ru_minflt;
 }
 
-static void fork_and_wait(void) {
+/* Forks a child that reports its own page faults so far (those of fork's return path and
+ * the allocator's child handler: the pages written before the child runs its first line)
+ * and exits; returns them. */
+static long fork_and_wait(void) {
+  int fds[2];
+  TT_CHECK(pipe(fds) == 0);
   pid_t pid = fork();
   TT_CHECK(pid >= 0);
-  if (pid == 0) _exit(0);
+  if (pid == 0) {
+    long faults = minor_faults();
+    _exit(write(fds[1], &faults, sizeof faults) == sizeof faults ? 0 : 1);
+  }
+  long child_faults = 0;
+  TT_CHECK(read(fds[0], &child_faults, sizeof child_faults) == sizeof child_faults);
+  close(fds[0]);
+  close(fds[1]);
   int status = 0;
   TT_CHECK(waitpid(pid, &status, 0) == pid);
   TT_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  return child_faults;
 }
 
 int main(void) {
@@ -46,7 +59,8 @@ int main(void) {
   long before = minor_faults();
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  for (int i = 0; i < FORKS; i++) fork_and_wait();
+  long child_faults = 0;
+  for (int i = 0; i < FORKS; i++) child_faults += fork_and_wait();
   clock_gettime(CLOCK_MONOTONIC, &t1);
   double per_fork = (double)(minor_faults() - before) / FORKS;
   double us = ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / 1e3 / FORKS;
@@ -54,6 +68,7 @@ int main(void) {
             per_fork, MAX_FAULTS_PER_FORK);
   for (int i = 0; i < BLOCKS; i++) free(blocks[i]);
   /* The time is reported, not checked: fork and wait for a child that exits at once. */
-  printf("api.fork_pages: ok (%.1f page faults in the parent a fork; %.0f us a fork and wait)\n", per_fork, us);
+  printf("api.fork_pages: ok (page faults a fork: %.1f in the parent, %.1f in the child before its "
+         "first line; %.0f us a fork and wait)\n", per_fork, (double)child_faults / FORKS, us);
   return 0;
 }
