@@ -46,10 +46,12 @@ static extent_t *sample_slab_new(arena_t *a, bin_t *bin, unsigned c) {
 }
 
 /* An empty sample slab, not the current one, back to the arena's stash as an ordinary
- * empty slab (stash_put takes it off the free map). Bin lock held. */
+ * empty slab: its pages' free-map entries name its class again (a stashed slab keeps its
+ * entries, stash.c). Bin lock held. */
 static void sample_slab_release(arena_t *a, bin_t *bin, extent_t *slab) {
   prof_meta_slab_padding_add(-(ptrdiff_t)free_bytes(slab));
   __atomic_store_n(&slab->sampled, 0, __ATOMIC_RELAXED);
+  free_map_restore_pages(slab->addr, slab->npages, slab->class_id + 1u);
   bin->curslabs--;
   lock_acquire(&a->extent_lock);
   stash_put(a, slab);

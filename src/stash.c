@@ -10,9 +10,12 @@
 void stash_put(arena_t *a, extent_t *slab) {
   lock_assert_held(&a->extent_lock);
   tessera_assert(slab->state == EXTENT_SLAB && slab->nfree == slab->nregs);
-  /* Off the free map while stashed: a free of one of its blocks (a double free, all of
-   * them being free) then takes the slow path, which sees the empty slab and aborts. */
-  free_map_clear_block(slab->addr, slab->npages, true);
+  /* Its free-map entries stay: it leaves the stash as a slab of its class (stash_take,
+   * stash_borrow), or as free pages (extent_free_stashed_slab), which clears them. A
+   * free of one of its blocks meanwhile (a double free: all of them are free) meets the
+   * key every freed block holds, as in a slab in use, and the slow path names it.
+   * Clearing them here and writing them back at the next take cost a program that frees
+   * batches of blocks up to 8 KiB a tenth of its allocator's instructions. */
   slab->lent = 0; /* no region is out, lent or not */
   heap_insert(&a->stash[slab->class_id], slab);
   extent_list_append(&a->stash_lru, slab);
@@ -36,7 +39,8 @@ extent_t *stash_take(arena_t *a, unsigned c) {
   stash_unlink(a, slab);
   a->active_pages += slab->npages;
   slab->first_word = 0;
-  free_map_set_block(slab->addr, slab->npages, true, c + 1);
+  tessera_assert(free_map_lookup(slab->addr)->cache_bin_offset == (c + 1) * sizeof(cache_bin_t) ||
+                 !free_map_enabled());
   return slab;
 }
 
