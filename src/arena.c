@@ -276,25 +276,16 @@ static void arena_free_large_unguarded(arena_t *a, extent_t *e, bool moved);
  * A page that is not resident reads as zero, unless it is out in swap, which mincore
  * does not tell apart. On a system without swap the others are left alone; with swap
  * they are given back (MADV_DONTNEED), after which they read as zero when first touched,
- * whatever happened to them before. A block whose previous owner wrote a few scattered
- * pages (an array of which a few entries were set: `sparse steps=20k` made 68,539 madvise
- * calls, one a run) has many short runs of them: one call a run costs more than
- * refaulting the few resident pages between them, so with swap such a chunk is given
- * back whole, the resident pages with it; without swap, none is made (497 calls left,
- * all decay's).
+ * whatever happened to them before, one call a run of them. Without swap none is made:
+ * a block whose previous owner wrote a few scattered pages (an array of which a few
+ * entries were set) has many short runs of them, and `sparse steps=20k` made 68,539
+ * madvise calls, one a run (497 now, all decay's).
  */
 #define CLEAR_CHECK_MIN ((size_t)256 << 10)
 #define CLEAR_CHUNK_PAGES 256
 
 /* Clears n pages at p given their residency vec (bit 0 of each byte). */
 static void clear_chunk(char *p, size_t n, const unsigned char *vec, bool swap) {
-  size_t resident = 0, absent_runs = 0;
-  for (size_t i = 0; i < n; i++) {
-    resident += vec[i] & 1;
-    absent_runs += !(vec[i] & 1) && (i == 0 || (vec[i - 1] & 1));
-  }
-  /* A call a run costs about what refaulting two resident pages does. */
-  if (swap && absent_runs > 1 && resident <= 2 * (absent_runs - 1) && os_release_pages(p, n * PAGE)) return;
   size_t i = 0;
   while (i < n) { /* runs of pages alike */
     size_t j = i + 1;

@@ -31,6 +31,11 @@ static inline size_t region_alignment(size_t size) {
 }
 static inline bool bin_lending_on(void) { return opt_lending && !opt_hardened; }
 
+static inline bool bin_may_lend(size_t lender_size, size_t class_size) {
+  return bin_lending_on() && lender_size > class_size && lender_size <= LEND_MAX_RATIO * class_size &&
+         region_alignment(lender_size) >= region_alignment(class_size);
+}
+
 /* Takes bin's lock (bin of arena a). While fork's handlers hold a's gate (arena.c), a
  * lock just taken is given back until the gate opens: the handlers wait for the bins'
  * locks to be free instead of taking every one, which the parent would write again
@@ -41,10 +46,6 @@ void bin_lock_wait_fork(arena_t *a, bin_t *bin);
 static inline void bin_lock(arena_t *a, bin_t *bin) {
   lock_acquire(&bin->lock);
   if (unlikely(atomic_load(&a->fork_gate))) bin_lock_wait_fork(a, bin);
-}
-static inline bool bin_may_lend(size_t lender_size, size_t class_size) {
-  return bin_lending_on() && lender_size > class_size && lender_size <= LEND_MAX_RATIO * class_size &&
-         region_alignment(lender_size) >= region_alignment(class_size);
 }
 
 /* Takes up to n regions of class c from arena a into out[], lowest address first.
