@@ -12,6 +12,7 @@
 #include "os.h"
 #include "pagemap.h"
 #include "pairing_heap.h"
+#include "size_class.h"
 
 /* An arena asks the OS for at least 4 MiB at a time, doubling up to 1 GiB, so that the
  * number of mappings stays small; untouched pages of a mapping cost no memory. */
@@ -51,20 +52,41 @@ unsigned extent_bucket_ceil(size_t n) { return bucket_ceil_from(bucket_floor(n),
 
 /* ---- metadata records ---- */
 
-static size_t record_size(bool bitmap) {
-  return sizeof(extent_t) + (bitmap ? BITMAP_MAX_WORDS * sizeof(uint64_t) : 0);
+/* A record holds its slab's bitmap after it: one word per 64 regions. Sized for the
+ * slab's class rather than for the largest bitmap, most slabs' records take half the
+ * memory (a heap of 90 MiB in 1-4 KiB blocks has some 2,000 slabs: 250 KiB less), and
+ * a free extent's record is the same size as most slabs', so they reuse each other's. */
+#define RECORD_GRANULE 64 /* base.c's alignment: a record never shares a cache line */
+static size_t record_kind_size(unsigned kind) { return (size_t)(kind + 2) * RECORD_GRANULE; }
+static unsigned record_bitmap_words(unsigned kind) {
+  return (unsigned)((record_kind_size(kind) - sizeof(extent_t)) / sizeof(uint64_t));
+}
+static unsigned record_kind_for(unsigned words) {
+  unsigned kind = 0;
+  while (record_bitmap_words(kind) < words) kind++;
+  return kind;
+}
+_Static_assert(sizeof(extent_t) <= 2 * RECORD_GRANULE, "the smallest record holds an extent_t");
+_Static_assert(sizeof(extent_t) + BITMAP_MAX_WORDS * sizeof(uint64_t) <= (EXTENT_RECORD_KINDS + 1) * RECORD_GRANULE,
+               "the largest record kind holds the largest bitmap");
+
+/* The bitmap words a slab of page-map code code needs (0: not a slab). */
+static unsigned slab_bitmap_words(extent_state_t state, unsigned code) {
+  return state == EXTENT_SLAB ? (class_infos[code - 1].nregs + 63) / 64 : 0;
 }
 
-static extent_t *record_new(arena_t *a, bool bitmap) {
-  extent_t *r = a->spare_records[bitmap];
+static extent_t *record_new(arena_t *a, unsigned words) {
+  unsigned kind = record_kind_for(words);
+  tessera_assert(kind < EXTENT_RECORD_KINDS);
+  extent_t *r = a->spare_records[kind];
   if (r != NULL) {
-    a->spare_records[bitmap] = r->heap_next;
-    memset(r, 0, record_size(bitmap));
+    a->spare_records[kind] = r->heap_next;
+    memset(r, 0, record_kind_size(kind));
   } else {
-    r = base_alloc(record_size(bitmap));
+    r = base_alloc(record_kind_size(kind));
     if (r == NULL) return NULL;
   }
-  r->has_bitmap = bitmap;
+  r->record_kind = (uint8_t)kind;
   r->arena = a;
   return r;
 }
@@ -72,8 +94,8 @@ static extent_t *record_new(arena_t *a, bool bitmap) {
 static void record_delete(arena_t *a, extent_t *r) {
   tessera_assert(r->arena == a);
   r->state = 0; /* a stale page-map entry can never find a valid extent here */
-  r->heap_next = a->spare_records[r->has_bitmap];
-  a->spare_records[r->has_bitmap] = r;
+  r->heap_next = a->spare_records[r->record_kind];
+  a->spare_records[r->record_kind] = r;
 }
 
 /* ---- free-extent sets ---- */
@@ -359,7 +381,7 @@ static bool grow(arena_t *a, size_t min_pages) {
     a->grow_pages = pages > GROW_MIN_PAGES ? pages : GROW_MIN_PAGES;
   }
   if (p == NULL) return false;
-  extent_t *e = record_new(a, false);
+  extent_t *e = record_new(a, 0);
   if (e == NULL || !pagemap_reserve((uintptr_t)p, pages * PAGE)) {
     if (e != NULL) record_delete(a, e);
     os_unmap(p, pages * PAGE);
@@ -612,7 +634,7 @@ static void gather_note_paused_request(void) {
 /* The top `pages` pages of dirty extent d (all of it if it has no more), out of the
  * dirty set; NULL if a record for the split is refused (d is left as it was). */
 COLD_TEXT static extent_t *take_dirty_top(arena_t *a, extent_t *d, size_t pages) {
-  extent_t *top = pages < d->npages ? record_new(a, false) : d;
+  extent_t *top = pages < d->npages ? record_new(a, 0) : d;
   if (top == NULL) return NULL;
   set_remove(&a->dirty, d);
   clear_bounds(d);
@@ -732,8 +754,8 @@ static extent_t *alloc_pages(arena_t *a, size_t npages, size_t align_pages, exte
   size_t trail = f->npages - lead - npages;
   /* Take the records we need before changing anything, so failure is clean: a second
    * one only when f splits in three. */
-  extent_t *r = record_new(a, state == EXTENT_SLAB);
-  extent_t *spare = r != NULL && lead > 0 && trail > 0 ? record_new(a, false) : NULL;
+  extent_t *r = record_new(a, slab_bitmap_words(state, code));
+  extent_t *spare = r != NULL && lead > 0 && trail > 0 ? record_new(a, 0) : NULL;
   if (r == NULL || (lead > 0 && trail > 0 && spare == NULL)) {
     if (r != NULL) record_delete(a, r);
     return NULL;
@@ -845,7 +867,7 @@ bool extent_grow_in_place(arena_t *a, extent_t *e, size_t npages, unsigned code)
 bool extent_shrink_in_place(arena_t *a, extent_t *e, size_t npages, unsigned code) {
   lock_assert_held(&a->extent_lock);
   tessera_assert(e->state == EXTENT_LARGE && npages >= 1 && npages < e->npages);
-  extent_t *t = record_new(a, false);
+  extent_t *t = record_new(a, 0);
   if (t == NULL) return false;
   clear_bounds(e);
   t->addr = e->addr + npages * PAGE;
@@ -866,7 +888,7 @@ bool extent_shrink_in_place(arena_t *a, extent_t *e, size_t npages, unsigned cod
 static extent_t *take_top(arena_t *a, extent_set_t *set, extent_t *e, size_t pages, unsigned from) {
   set_remove(set, e);
   clear_bounds(e);
-  extent_t *top = pages < e->npages ? record_new(a, false) : NULL;
+  extent_t *top = pages < e->npages ? record_new(a, 0) : NULL;
   if (top == NULL) return e; /* all of it (or no record to split with: all of it) */
   e->npages -= pages;
   top->addr = e->addr + e->npages * PAGE;

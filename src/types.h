@@ -58,6 +58,10 @@
 #define SLAB_MAX_PAGES 32        /* a slab is at most 128 KiB */
 #define SLAB_MAX_REGIONS 1024    /* so a slab's bitmap is at most 16 words */
 #define BITMAP_MAX_WORDS (SLAB_MAX_REGIONS / 64)
+/* Extent records come in sizes of 2, 3 and 4 metadata granules of 64 bytes: a free
+ * extent's or large block's record (no bitmap) and most slabs' (up to 5 bitmap words:
+ * 320 regions) take 128 bytes, a slab of up to 13 words 192, of 16 words 256. */
+#define EXTENT_RECORD_KINDS 3
 
 #define MAX_ARENAS 256
 /* Large size classes with their own counters: class NSMALL + j for j below this (the
@@ -118,7 +122,7 @@ typedef struct extent {
   struct arena *arena;
   uint8_t state;      /* extent_state_t */
   uint8_t class_id;   /* slab: its size class */
-  uint8_t has_bitmap; /* the record has room for a full slab bitmap */
+  uint8_t record_kind; /* its size: room for record_bitmap_words(kind) words (extent.c) */
   uint8_t sampled;    /* large: a block the heap profiler sampled (free tells it) */
   /* slab with sampled blocks: the pages (first, last, from the slab's start) whose
    * free-map entries the profiler cleared (prof_hooks.c; meaningful while sampled > 0) */
@@ -238,7 +242,7 @@ typedef struct arena {
    * lives (0: free for the next matching thread). */
   bool exclusive;
   _Atomic uintptr_t exclusive_owner;
-  extent_t *spare_records[2]; /* unused extent records, without/with a bitmap */
+  extent_t *spare_records[EXTENT_RECORD_KINDS]; /* unused extent records, by kind (size) */
   /* The slab stash (arena.c): empty slabs kept whole, per class lowest address first and
    * on one list oldest first (lru links). Their pages count as dirty, not active. */
   extent_heap_t stash[NSMALL];
