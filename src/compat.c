@@ -75,6 +75,7 @@ TESSERA_EXPORT PROF_API_ENTRY void *rallocx(void *ptr, size_t size, int flags) {
   alloc_flags_t d = decode(flags);
   size_t old_usable = tessera_usable_size_internal(ptr, "rallocx()");
   if (size == 0) size = 1;
+  if (control_alloc_usable(size, d.align) == 0) return NULL; /* as nallocx: above the largest class */
   void *q;
   if (plain_realloc_will_do(&d)) {
     q = realloc(ptr, size);

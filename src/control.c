@@ -14,6 +14,7 @@
 #include "size_class.h"
 #include "background.h"
 #include "tcache.h"
+#include "thread.h"
 
 unsigned control_narenas(void) { return boot_ensure() ? arenas_count() : 0; }
 
@@ -51,8 +52,13 @@ static unsigned aligned_class(size_t rounded, size_t align) {
   return align > QUANTUM ? size_to_static_class(rounded) : size_to_class(rounded);
 }
 
+/* The largest request the jemalloc-style calls accept: the last large size class
+ * (arenas.lextent.<nlextents - 1>.size). jemalloc's nallocx gives 0 and its mallocx
+ * NULL above it, without asking the OS; it is beyond any user address space. */
+static size_t largest_request(void) { return class_to_size(NSMALL + NLARGE_CLASSES - 1); }
+
 size_t control_alloc_usable(size_t size, size_t align) {
-  if (!boot_ensure() || size > (size_t)PTRDIFF_MAX || align > ((size_t)1 << 62)) return 0;
+  if (!boot_ensure() || size > largest_request() || align > ((size_t)1 << 62)) return 0;
   size_t rounded = aligned_request(size, align);
   if (rounded == 0) return 0;
   if (align <= PAGE && rounded <= LOOKUP_MAX) return class_infos[aligned_class(rounded, align)].size;
@@ -60,7 +66,7 @@ size_t control_alloc_usable(size_t size, size_t align) {
 }
 
 PROF_API_ENTRY void *control_alloc(int arena_index, size_t size, size_t align, bool zero, bool use_tcache) {
-  if (!boot_ensure()) return NULL;
+  if (!boot_ensure() || size > largest_request()) return NULL;
   if ((arena_index < 0 && use_tcache) || opt_hardened) { /* hardened: its one path */
     void *p = align > QUANTUM ? tessera_aligned_internal(align, size) : tessera_malloc_internal(size);
     if (p != NULL && zero) memset(p, 0, tessera_usable_size_internal(p, "mallocx()"));
@@ -79,11 +85,17 @@ PROF_API_ENTRY void *control_alloc(int arena_index, size_t size, size_t align, b
     unsigned c = aligned_class(rounded, align);
     void *p = bin_alloc_one(a, c);
     if (p == NULL && arena_handle_oom(class_infos[c].size)) p = bin_alloc_one(a, c);
+    /* Counted (and junk-filled with junk:true) first: MALLOCX_ZERO's zeros come last. */
+    p = alloc_counted(p, class_infos[c].size);
     if (p != NULL && zero) memset(p, 0, class_infos[c].size);
-    return alloc_counted(p, class_infos[c].size);
+    return p;
   }
   size_t large = large_request(size);
-  return alloc_counted(arena_malloc_large(a, large, align < PAGE ? PAGE : align, zero), large_usable_size(large));
+  void *p = arena_malloc_large(a, large, align < PAGE ? PAGE : align, zero);
+  if (p == NULL || !zero) return alloc_counted(p, large_usable_size(large));
+  /* Zeroed by the arena: counted without alloc_counted's junk fill (as alloc_large). */
+  tls_thread.allocated += large_usable_size(large);
+  return p;
 }
 
 void control_free(void *p, bool use_tcache) {
