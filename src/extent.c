@@ -376,9 +376,13 @@ static bool grow(arena_t *a, size_t min_pages) {
     p = map_below_others(pages * PAGE);
   }
   if (p == NULL && extent_trim(a) > 0) p = map_below_others(pages * PAGE);
+  /* After a refusal the next mappings are no bigger than the one the OS granted. Only
+   * ever lowered: a request too big for any mapping (malloc(2^62)) must not become the
+   * arena's next mapping size, which the OS may well grant to the next small request
+   * (tens of TiB of address space without reservation). */
   if (refused) {
     atomic_store_explicit(&extent_pressure, true, memory_order_relaxed);
-    a->grow_pages = pages > GROW_MIN_PAGES ? pages : GROW_MIN_PAGES;
+    if (p != NULL && pages < a->grow_pages) a->grow_pages = pages > GROW_MIN_PAGES ? pages : GROW_MIN_PAGES;
   }
   if (p == NULL) return false;
   extent_t *e = record_new(a, 0);
@@ -879,9 +883,18 @@ bool extent_shrink_in_place(arena_t *a, extent_t *e, size_t npages, unsigned cod
   return true;
 }
 
-/* Pages one madvise call hands back at most: a call on hundreds of MiB takes
- * milliseconds, and a time-bounded pass checks its deadline between calls. */
+/* Pages one madvise call hands back: at most MOVE_STEP_PAGES (a call on hundreds of MiB
+ * of resident pages takes milliseconds, and a time-bounded pass checks its deadline
+ * between calls), unless the extent is more than MOVE_STEPS_MAX times that: each step
+ * writes the page-map bounds of a new piece, and a piece every 8 MiB of a free extent
+ * of 512 GiB (a block the program mapped, hardly touched and freed) touched a page-map
+ * page each, 256 MiB in all. */
 #define MOVE_STEP_PAGES ((size_t)2048)
+#define MOVE_STEPS_MAX 16
+static size_t move_step_pages(const extent_t *oldest) {
+  size_t step = oldest->npages / MOVE_STEPS_MAX;
+  return step > MOVE_STEP_PAGES ? step : MOVE_STEP_PAGES;
+}
 
 /* Takes extent e (of state `from`, the oldest) out of its set, or only its top `pages`
  * pages when it has more (the rest stays, as the oldest): what is taken, ready to move. */
@@ -907,8 +920,8 @@ size_t extent_move_oldest(arena_t *a, unsigned from, unsigned to, size_t keep_pa
   if (set->npages <= keep_pages) return 0;
   a->npurge++;
   while (set->npages > keep_pages) {
-    size_t want = set->npages - keep_pages;
-    if (want > MOVE_STEP_PAGES) want = MOVE_STEP_PAGES;
+    size_t want = set->npages - keep_pages, step = move_step_pages(set->lru.head);
+    if (want > step) want = step;
     extent_t *e = take_top(a, set, set->lru.head, want, from);
     if (to == EXTENT_MUZZY) {
       os_lazy_free_pages((void *)e->addr, e->npages * PAGE);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * limits_test <mode>: the OOM callback (tessera_set_oom_callback), the soft limit (option
- * limit) and the memory reserve (option reserve). Each mode runs with the option its
- * test sets in TESSERA_CONF (tests/limits/CMakeLists.txt).
+ * limit) and the memory reserve (option reserve), what a refused mapping leaves behind and
+ * what purging a huge untouched block costs.
+ * Each mode runs with the option its test sets in TESSERA_CONF (tests/limits/CMakeLists.txt).
  */
 #include "tt.h"
 
@@ -113,12 +114,59 @@ static void reserve(void) {
   for (size_t i = 0; i < n; i++) free(blocks[i]);
 }
 
+/* The bytes tessera has mapped from the OS for extents and metadata (stats.mapped). */
+static size_t mapped_bytes(void) {
+  uint64_t epoch = 1;
+  size_t mapped = 0, len = sizeof mapped;
+  TT_CHECK(tessera_ctl("epoch", NULL, NULL, &epoch, sizeof epoch) == 0);
+  TT_CHECK(tessera_ctl("stats.mapped", &mapped, &len, NULL, 0) == 0);
+  return mapped;
+}
+
+/* No option: a request the OS refuses (a mapping of 2^62 bytes) leaves the arena's next
+ * mapping size where it was: the next growth maps a few MiB, not the refused size (an
+ * arena that remembered the refused size as its next one mapped tens of TiB of address
+ * space for the following 8 MiB blocks). */
+static void refused_mapping(void) {
+  static void *blocks[64];
+  free(malloc(100));
+  errno = 0;
+  void *huge = malloc(tt_opaque((size_t)1 << 62));
+  TT_CHECKF(huge == NULL && errno == ENOMEM, "malloc(2^62) = %p, errno %d", huge, errno);
+  size_t before = mapped_bytes();
+  for (int i = 0; i < 64; i++) TT_CHECK((blocks[i] = malloc(8 * MiB)) != NULL);
+  size_t grew = mapped_bytes() - before;
+  TT_CHECKF(grew <= 4 * 64 * 8 * MiB, "64 blocks of 8 MiB mapped %zu MiB more", grew / MiB);
+  for (int i = 0; i < 64; i++) free(blocks[i]);
+}
+
+/* No option: a block of 64 GiB (address space the OS grants without reserving it, when
+ * it does) freed untouched and purged: the purge's steps write page-map bounds, which
+ * must not touch a page-map page every 8 MiB of it (32 MiB of them for this block). */
+static void purge_huge(void) {
+  size_t size = (size_t)64 << 30;
+  char *p = malloc(tt_opaque(size));
+  if (p == NULL) {
+    printf("limits purge_huge: skipped (the OS refused a 64 GiB mapping)\n");
+    exit(0);
+  }
+  p[0] = 1;
+  p[size - 1] = 1;
+  long before = tt_peak_rss_kib();
+  free(p);
+  TT_CHECK(tessera_ctl("arena.4096.purge", NULL, NULL, NULL, 0) == 0);
+  long grew = tt_peak_rss_kib() - before;
+  TT_CHECKF(grew < 4096, "freeing and purging 64 GiB of untouched pages grew the peak RSS by %ld KiB", grew);
+}
+
 int main(int argc, char **argv) {
-  TT_CHECKF(argc == 2, "usage: limits_test callback_retry|limit_enomem|limit_purges_first|reserve");
+  TT_CHECKF(argc == 2, "usage: limits_test callback_retry|limit_enomem|limit_purges_first|reserve|refused_mapping|purge_huge");
   if (strcmp(argv[1], "callback_retry") == 0) callback_retry();
   else if (strcmp(argv[1], "limit_enomem") == 0) limit_enomem();
   else if (strcmp(argv[1], "limit_purges_first") == 0) limit_purges_first();
   else if (strcmp(argv[1], "reserve") == 0) reserve();
+  else if (strcmp(argv[1], "refused_mapping") == 0) refused_mapping();
+  else if (strcmp(argv[1], "purge_huge") == 0) purge_huge();
   else TT_CHECKF(0, "unknown mode %s", argv[1]);
   printf("limits %s: ok (%d callback calls)\n", argv[1], ncalls);
   return 0;
