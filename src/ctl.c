@@ -305,6 +305,8 @@ static int read_thread_counter(const ctl_node_t *n, const size_t *idx, void *out
 static int read_thread_counter_pointer(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)idx;
   if (!boot_ensure()) return EAGAIN;
+  uint64_t allocated, deallocated; /* published: *p equals thread.allocated now */
+  tcache_thread_counters(&allocated, &deallocated);
   uint64_t *p = n->param ? &tls_thread.deallocated : &tls_thread.allocated;
   memcpy(out, &p, sizeof(p));
   return 0;

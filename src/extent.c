@@ -376,13 +376,15 @@ static bool grow(arena_t *a, size_t min_pages) {
     p = map_below_others(pages * PAGE);
   }
   if (p == NULL && extent_trim(a) > 0) p = map_below_others(pages * PAGE);
-  /* After a refusal the next mappings are no bigger than the one the OS granted. Only
-   * ever lowered: a request too big for any mapping (malloc(2^62)) must not become the
+  /* After a refusal the next mappings are no bigger than the last size tried (the one
+   * the OS granted, or the smallest it refused: under an address-space limit, big
+   * mappings would leave no room for the metadata the next ones need). Only ever
+   * lowered: a request too big for any mapping (malloc(2^62)) must not become the
    * arena's next mapping size, which the OS may well grant to the next small request
    * (tens of TiB of address space without reservation). */
   if (refused) {
     atomic_store_explicit(&extent_pressure, true, memory_order_relaxed);
-    if (p != NULL && pages < a->grow_pages) a->grow_pages = pages > GROW_MIN_PAGES ? pages : GROW_MIN_PAGES;
+    if (pages < a->grow_pages) a->grow_pages = pages > GROW_MIN_PAGES ? pages : GROW_MIN_PAGES;
   }
   if (p == NULL) return false;
   extent_t *e = record_new(a, 0);

@@ -343,18 +343,6 @@ void tcache_flush_thread(void) {
   if (tls_thread.tcache != &tcache_empty) tcache_flush_all(tls_thread.tcache);
 }
 
-void tcache_thread_counters(uint64_t *allocated, uint64_t *deallocated) {
-  *allocated = tls_thread.allocated;
-  *deallocated = tls_thread.deallocated;
-  tcache_t *tc = tls_thread.tcache;
-  if (tc == &tcache_empty) return;
-  for (unsigned c = 0; c < NCACHED_MAX; c++) { /* what the bins have not published yet */
-    const cache_bin_t *b = tcache_bin(tc, c);
-    *allocated += (cache_bin_nmalloc(tc, b) - tc->nmalloc_published[c + 1]) * class_infos[c].size;
-    *deallocated += (cache_bin_ndalloc(tc, b) - tc->ndalloc_published[c + 1]) * class_infos[c].size;
-  }
-}
-
 /* Adds what bin c handed out and took back since it last did so to the thread's
  * counters (thread.allocatedp reads them without a call). */
 static void publish_bin(tcache_t *tc, unsigned c) {
@@ -364,6 +352,16 @@ static void publish_bin(tcache_t *tc, unsigned c) {
   tls_thread.deallocated += (d - tc->ndalloc_published[c + 1]) * class_infos[c].size;
   tc->nmalloc_published[c + 1] = m;
   tc->ndalloc_published[c + 1] = d;
+}
+
+/* Publishes every bin first: the counters thread.allocatedp points at then equal what
+ * thread.allocated reads, as jemalloc's users check. */
+void tcache_thread_counters(uint64_t *allocated, uint64_t *deallocated) {
+  tcache_t *tc = tls_thread.tcache;
+  if (tc != &tcache_empty)
+    for (unsigned c = 0; c < NCACHED_MAX; c++) publish_bin(tc, c);
+  *allocated = tls_thread.allocated;
+  *deallocated = tls_thread.deallocated;
 }
 
 /*

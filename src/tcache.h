@@ -95,7 +95,8 @@ void tcache_flush_thread(void);
 bool tcache_thread_enabled(void);
 void tcache_thread_enable(bool enable);
 /* thread.allocated / thread.deallocated: bytes (usable sizes) the calling thread has
- * allocated and freed since it started. */
+ * allocated and freed since it started; the counters thread.allocatedp points at are
+ * brought up to date with them. */
 void tcache_thread_counters(uint64_t *allocated, uint64_t *deallocated);
 
 void tcache_fork_prepare(void);

@@ -28,7 +28,9 @@ typedef struct thread_state {
   /* Bytes allocated and freed: blocks taken outside the cache bins at once, the bins'
    * own blocks when the thread's cache publishes them (at its slow paths, tcache.c).
    * thread.allocatedp / deallocatedp point here: up to date within what each bin
-   * handed out or took back since its last slow path; thread.allocated is exact. */
+   * handed out or took back since its last slow path or the last read of
+   * thread.allocated or thread.allocatedp (both publish every bin); thread.allocated is
+   * exact. */
   uint64_t allocated;
   uint64_t deallocated;
   uint32_t lock_id;    /* the id lock words store (kernel id << 1); 0 until first lock */

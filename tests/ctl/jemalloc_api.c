@@ -124,6 +124,20 @@ static void jemalloc_habits(void) {
   uint64_t exact = 0;
   size_t elen = sizeof(exact);
   TT_CHECK(mallctl("thread.allocated", &exact, &elen, NULL, 0) == 0 && *ap <= exact);
+  /* Right after a read, the pointed-at counters equal thread.allocated and
+   * thread.deallocated (jemalloc's own test of them), with blocks cached meanwhile. */
+  void *small[8];
+  for (int i = 0; i < 8; i++) TT_CHECK((small[i] = malloc(48)) != NULL);
+  for (int i = 0; i < 4; i++) free(small[i]);
+  uint64_t dexact = 0;
+  TT_CHECK(mallctl("thread.allocated", &exact, &elen, NULL, 0) == 0);
+  TT_CHECK(mallctl("thread.deallocated", &dexact, &elen, NULL, 0) == 0);
+  TT_CHECKF(*ap == exact && *dp == dexact, "allocatedp %llu / %llu, deallocatedp %llu / %llu",
+            (unsigned long long)*ap, (unsigned long long)exact, (unsigned long long)*dp, (unsigned long long)dexact);
+  for (int i = 4; i < 8; i++) free(small[i]);
+  uint64_t *ap2 = NULL;
+  TT_CHECK(mallctl("thread.allocatedp", &ap2, &plen, NULL, 0) == 0 && ap2 == ap);
+  TT_CHECK(mallctl("thread.deallocated", &dexact, &elen, NULL, 0) == 0 && *dp == dexact);
   const char *s = NULL;
   size_t len = sizeof(s);
   TT_CHECK(mallctl("opt.percpu_arena", &s, &len, NULL, 0) == 0 && strcmp(s, "disabled") == 0);
