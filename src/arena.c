@@ -32,6 +32,26 @@ static lock_t arenas_lock FORK_LOCK;
 static _Atomic unsigned arenas_in_use; /* narenas_limit, plus arenas made by arena_create */
 
 unsigned arenas_count(void) { return atomic_load_explicit(&arenas_in_use, memory_order_acquire); }
+
+/* When each arena was made (os_now_ns), written before the arena is published. */
+static uint64_t arena_birth_ns[MAX_ARENAS];
+
+uint64_t arena_created_ns(unsigned i) {
+  return i < MAX_ARENAS && __atomic_load_n(&arenas[i], __ATOMIC_ACQUIRE) != NULL ? arena_birth_ns[i] : 0;
+}
+
+bool arena_index_of(const void *p, unsigned *index) {
+  pm_entry_t pe = pagemap_get((uintptr_t)p);
+  const extent_t *e = pm_extent(pe);
+  if (pm_code(pe) == 0 || e == NULL) return false; /* no block starts or ends on this page */
+  unsigned state = __atomic_load_n(&e->state, __ATOMIC_RELAXED);
+  if (state != EXTENT_SLAB && state != EXTENT_LARGE) return false;
+  if ((uintptr_t)p < e->addr || (uintptr_t)p - e->addr >= e->npages * PAGE) return false; /* the map keeps 48 bits */
+  const arena_t *a = __atomic_load_n(&e->arena, __ATOMIC_RELAXED);
+  if (a == NULL) return false;
+  *index = a->index;
+  return true;
+}
 static _Atomic unsigned next_arena_rr;
 
 _Atomic ssize_t arena_default_dirty_decay_ms, arena_default_muzzy_decay_ms;
@@ -77,6 +97,7 @@ arena_t *arena_get(unsigned i) {
     a = base_alloc(sizeof(arena_t));
     if (a != NULL) {
       arena_init(a, i);
+      arena_birth_ns[i] = os_now_ns();
       __atomic_store_n(&arenas[i], a, __ATOMIC_RELEASE);
       atomic_fetch_add(&narenas_created, 1);
     }
@@ -98,6 +119,7 @@ arena_t *arena_create(void) {
     a = base_alloc(sizeof(arena_t));
     if (a != NULL) {
       arena_init(a, i);
+      arena_birth_ns[i] = os_now_ns();
       __atomic_store_n(&arenas[i], a, __ATOMIC_RELEASE);
       atomic_fetch_add(&narenas_created, 1);
       atomic_store_explicit(&arenas_in_use, i + 1, memory_order_release);

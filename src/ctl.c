@@ -5,9 +5,10 @@
  *
  * The tree: an interior node has named children (an array ending with a {0} entry), one
  * indexed child (a number in the name, <i> for arenas, <j> for bins), or the options
- * table as children (opt.*). A leaf has a type and a read and/or write function. A MIB
+ * table as children (opt.*, then jemalloc's opt.* names that are no option here). A leaf
+ * has a type and a read and/or write function, or one function for the whole call. A MIB
  * component is the child's position for named children, the number itself for indexed
- * ones, the table index for options.
+ * ones, the table index for options (then option_count + k for jemalloc's names).
  *
  * Return values are jemalloc's (mallctl(3)): 0; ENOENT for an unknown name or index;
  * EINVAL for a wrong *oldlenp or newlen (as much of the value as fits is still read);
@@ -44,6 +45,9 @@ typedef struct ctl_node ctl_node_t;
 /* idx: the numbers of the name's indexed components, in order. */
 typedef int ctl_read_fn(const ctl_node_t *n, const size_t *idx, void *out);
 typedef int ctl_write_fn(const ctl_node_t *n, const size_t *idx, const void *in);
+/* A leaf with a protocol of its own (arenas.lookup: a write whose result is read). */
+typedef int ctl_call_fn(const ctl_node_t *n, const size_t *idx, void *oldp, size_t *oldlenp, void *newp,
+                        size_t newlen);
 
 struct ctl_node {
   const char *name; /* for an indexed node: its placeholder, "<i>" or "<j>" */
@@ -58,6 +62,10 @@ struct ctl_node {
                                  option's index, or which of two values (0 or 1) */
   bool read_after_write;      /* LEAF: old value = the value after the write (epoch) */
   bool write_bare;            /* LEAF: a call with no value at all writes NULL (prof.dump) */
+  ctl_call_fn *call;          /* LEAF: does the whole call instead of read and write */
+  /* LEAF: the type a value had before it took jemalloc's: a read passing that size
+   * still gets the old type, so that readers written for it keep working */
+  ctl_type_t own_type;
 };
 
 static size_t type_size(ctl_type_t t) {
@@ -71,12 +79,14 @@ static size_t type_size(ctl_type_t t) {
   case CTL_U64: return sizeof(uint64_t);
   case CTL_STRING: return sizeof(const char *);
   case CTL_U64_POINTER: return sizeof(uint64_t *);
+  case CTL_UNSIGNED_OF_POINTER: return sizeof(unsigned);
   }
   return 0;
 }
 
 const char *ctl_type_name(ctl_type_t t) {
-  static const char *const names[] = {"void", "bool", "unsigned", "uint32_t", "size_t", "ssize_t", "uint64_t", "const char *", "uint64_t *"};
+  static const char *const names[] = {"void",    "bool",     "unsigned",     "uint32_t",   "size_t",
+                                      "ssize_t", "uint64_t", "const char *", "uint64_t *", "unsigned, void *"};
   return names[t];
 }
 
@@ -156,6 +166,31 @@ static int read_stats_muzzy(const ctl_node_t *n, const size_t *idx, void *out) {
   return put_size(out, v);
 }
 
+/* stats.arenas.<i>.retained: jemalloc's name for the retained pages, in bytes. */
+static int read_arena_retained(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)n;
+  snapshot_lock();
+  size_t v = stats_arena(&stats_ctl_snapshot, idx[0])->pretained * PAGE;
+  stats_snapshot_unlock(&stats_ctl_snapshot);
+  return put_size(out, v);
+}
+
+/* arena.<i>.initialized: whether the arena existed at the last refresh (jemalloc's
+ * meaning: its statistics are there to read; an arena made since reads false until the
+ * next `epoch`, as in jemalloc). ARENAS_ALL and arenas.narenas (every arena's old name,
+ * action_arena) stand for the merged numbers: always. */
+static int read_arena_initialized(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)n;
+  bool v = true;
+  if (idx[0] != ARENAS_ALL && idx[0] != control_narenas()) {
+    snapshot_lock();
+    v = stats_arena(&stats_ctl_snapshot, idx[0])->initialized;
+    stats_snapshot_unlock(&stats_ctl_snapshot);
+  }
+  memcpy(out, &v, sizeof(v));
+  return 0;
+}
+
 static int read_narenas(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)n, (void)idx;
   return put_unsigned(out, control_narenas());
@@ -174,6 +209,13 @@ static int read_constant_size(const ctl_node_t *n, const size_t *idx, void *out)
   return put_size(out, n->param);
 }
 
+static int read_constant_u32(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)idx;
+  uint32_t v = (uint32_t)n->param;
+  memcpy(out, &v, sizeof(v));
+  return 0;
+}
+
 static int read_constant_unsigned(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)idx;
   return put_unsigned(out, (unsigned)n->param);
@@ -182,6 +224,22 @@ static int read_constant_unsigned(const ctl_node_t *n, const size_t *idx, void *
 static int read_nbins(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)n, (void)idx;
   return put_unsigned(out, NSTATIC_SMALL + exact_class_count());
+}
+
+/* arenas.nhbins: the size classes a thread cache keeps blocks of: the small classes up
+ * to tcache_max, then the large classes the large-block cache keeps (large_cache.h: up
+ * to tcache_large_max, none in hardened mode). junk and zero bypass the caches: none. */
+static int read_nhbins(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)n, (void)idx;
+  if (!boot_ensure()) return EAGAIN;
+  unsigned count = 0;
+  if (opt_tcache && !opt_junk && !opt_zero) {
+    unsigned nbins = NSTATIC_SMALL + exact_class_count();
+    for (unsigned j = 0; j < nbins; j++) count += class_infos[j].size <= opt_tcache_max;
+    for (unsigned j = 0; j < LARGE_CACHE_CLASSES && !opt_hardened; j++)
+      count += class_to_size(NSMALL + j) <= opt_tcache_large_max;
+  }
+  return put_unsigned(out, count);
 }
 
 static int read_tcache_max(const ctl_node_t *n, const size_t *idx, void *out) {
@@ -226,14 +284,36 @@ static int write_arenas_decay_ms(const ctl_node_t *n, const size_t *idx, const v
 /* Maps the core's EINVAL (no such arena, bad value) to jemalloc's EFAULT for actions. */
 static int action_result(int err) { return err == EINVAL ? EFAULT : err; }
 
+/* arena.<narenas>.purge and .decay act on every arena: jemalloc before 5 had no
+ * MALLCTL_ARENAS_ALL and its programs name all arenas so; jemalloc 5 still accepts it. */
+static unsigned action_arena(size_t i) { return i == control_narenas() ? ARENAS_ALL : (unsigned)i; }
+
 static int do_arena_purge(const ctl_node_t *n, const size_t *idx, const void *in) {
   (void)n, (void)in;
-  return action_result(control_arena_purge((unsigned)idx[0]));
+  return action_result(control_arena_purge(action_arena(idx[0])));
 }
 
 static int do_arena_decay(const ctl_node_t *n, const size_t *idx, const void *in) {
   (void)n, (void)in;
-  return action_result(control_arena_decay((unsigned)idx[0]));
+  return action_result(control_arena_decay(action_arena(idx[0])));
+}
+
+static int copy_out(const void *value, size_t size, void *oldp, size_t *oldlenp);
+
+/* arenas.lookup: the address written (a void *), the index of its arena read, as in
+ * jemalloc: EINVAL for an address in no block (or inside a large block, past its first
+ * and last pages), or for a value of another size. */
+static int call_arenas_lookup(const ctl_node_t *n, const size_t *idx, void *oldp, size_t *oldlenp, void *newp,
+                              size_t newlen) {
+  (void)n, (void)idx;
+  const void *p = NULL;
+  unsigned index;
+  if (newp != NULL || newlen != 0) {
+    if (newp == NULL || newlen != sizeof(p)) return EINVAL;
+    memcpy(&p, newp, sizeof(p));
+  }
+  if (!boot_done() || !arena_index_of(p, &index)) return EINVAL;
+  return copy_out(&index, sizeof(index), oldp, oldlenp);
 }
 
 static int read_arena_decay_ms(const ctl_node_t *n, const size_t *idx, void *out) {
@@ -411,6 +491,9 @@ static bool arena_index_ok(size_t i) {
   return i == ARENAS_ALL || i < control_narenas();
 }
 
+/* arena.<i>: also <i> = arenas.narenas, every arena's old name (action_arena). */
+static bool arena_action_index_ok(size_t i) { return arena_index_ok(i) || i == control_narenas(); }
+
 /* The bins: the static classes, then the exact classes made so far (exact_class.h), so
  * that arenas.nbins and arenas.bin.<j>.size list every class a size may map to now. */
 static bool bin_index_ok(size_t i) { return i < NSTATIC_SMALL + exact_class_count(); }
@@ -420,12 +503,12 @@ static bool lextent_index_ok(size_t i) { return i < NLARGE_CLASSES; }
 
 /* LEAF: a value at offset in a snapshot record; PARAM_LEAF: one whose functions are
  * given param. */
-#define LEAF(nm, t, rd, wr, off) {nm, NODE_LEAF, NULL, NULL, t, rd, wr, off, 0, false, false}
-#define PARAM_LEAF(nm, t, rd, wr, prm) {nm, NODE_LEAF, NULL, NULL, t, rd, wr, 0, prm, false, false}
-#define ACTION(nm, fn) {nm, NODE_LEAF, NULL, NULL, CTL_VOID, NULL, fn, 0, 0, false, false}
-#define NAMED(nm, kids) {nm, NODE_NAMED, kids, NULL, CTL_VOID, NULL, NULL, 0, 0, false, false}
-#define INDEXED(nm, kid, ok) {nm, NODE_INDEXED, kid, ok, CTL_VOID, NULL, NULL, 0, 0, false, false}
-#define END {NULL, NODE_LEAF, NULL, NULL, CTL_VOID, NULL, NULL, 0, 0, false, false}
+#define LEAF(nm, t, rd, wr, off) {nm, NODE_LEAF, NULL, NULL, t, rd, wr, off, 0, false, false, NULL, CTL_VOID}
+#define PARAM_LEAF(nm, t, rd, wr, prm) {nm, NODE_LEAF, NULL, NULL, t, rd, wr, 0, prm, false, false, NULL, CTL_VOID}
+#define ACTION(nm, fn) {nm, NODE_LEAF, NULL, NULL, CTL_VOID, NULL, fn, 0, 0, false, false, NULL, CTL_VOID}
+#define NAMED(nm, kids) {nm, NODE_NAMED, kids, NULL, CTL_VOID, NULL, NULL, 0, 0, false, false, NULL, CTL_VOID}
+#define INDEXED(nm, kid, ok) {nm, NODE_INDEXED, kid, ok, CTL_VOID, NULL, NULL, 0, 0, false, false, NULL, CTL_VOID}
+#define END {NULL, NODE_LEAF, NULL, NULL, CTL_VOID, NULL, NULL, 0, 0, false, false, NULL, CTL_VOID}
 
 #define TOTAL(nm, field) LEAF(nm, CTL_SIZE, read_total, NULL, offsetof(tessera_counters, field))
 #define ASTAT(nm, t, field) LEAF(nm, t, read_arena_stat, NULL, offsetof(arena_stats_t, field))
@@ -466,11 +549,16 @@ static const ctl_node_t stats_arena_mutex_nodes[] = {NAMED("extents", extent_loc
 
 static const ctl_node_t stats_arena_nodes[] = {
     ASTAT("nthreads", CTL_UNSIGNED, nthreads),
+    ASTAT("uptime", CTL_U64, uptime_ns),
     ASTAT("pactive", CTL_SIZE, pactive),
     ASTAT("pdirty", CTL_SIZE, pdirty),
     ASTAT("pmuzzy", CTL_SIZE, pmuzzy),
     ASTAT("pretained", CTL_SIZE, pretained),
     ASTAT("mapped", CTL_SIZE, mapped),
+    LEAF("retained", CTL_SIZE, read_arena_retained, NULL, 0),
+    ASTAT("base", CTL_SIZE, base),
+    ASTAT("internal", CTL_SIZE, internal),
+    ASTAT("resident", CTL_SIZE, resident),
     ASTAT("dirty_npurge", CTL_U64, npurge),
     ASTAT("dirty_nmadvise", CTL_U64, nmadvise),
     ASTAT("dirty_purged", CTL_U64, purged),
@@ -497,17 +585,20 @@ static const ctl_node_t stats_nodes[] = {
     END};
 
 static const ctl_node_t arena_nodes[] = {
+    LEAF("initialized", CTL_BOOL, read_arena_initialized, NULL, 0),
     ACTION("purge", do_arena_purge),
     LEAF("dss", CTL_STRING, read_arena_dss, write_arena_dss, 0),
     ACTION("decay", do_arena_decay),
     PARAM_LEAF("dirty_decay_ms", CTL_SSIZE, read_arena_decay_ms, write_arena_decay_ms, 0),
     PARAM_LEAF("muzzy_decay_ms", CTL_SSIZE, read_arena_decay_ms, write_arena_decay_ms, 1),
     END};
-static const ctl_node_t arena_index[] = {INDEXED("<i>", arena_nodes, arena_index_ok), END};
+static const ctl_node_t arena_index[] = {INDEXED("<i>", arena_nodes, arena_action_index_ok), END};
 
 static const ctl_node_t arenas_bin_nodes[] = {
     PARAM_LEAF("size", CTL_SIZE, read_bin_info, NULL, 0), PARAM_LEAF("slab_size", CTL_SIZE, read_bin_info, NULL, 1),
-    PARAM_LEAF("nregs", CTL_U32, read_bin_info, NULL, 2), END};
+    PARAM_LEAF("nregs", CTL_U32, read_bin_info, NULL, 2),
+    PARAM_LEAF("nshards", CTL_U32, read_constant_u32, NULL, 1), /* one bin per class and arena */
+    END};
 static const ctl_node_t arenas_bin_index[] = {INDEXED("<j>", arenas_bin_nodes, bin_index_ok), END};
 
 static const ctl_node_t arenas_lextent_nodes[] = {LEAF("size", CTL_SIZE, read_lextent_size, NULL, 0), END};
@@ -520,6 +611,7 @@ static const ctl_node_t arenas_nodes[] = {
     PARAM_LEAF("page", CTL_SIZE, read_constant_size, NULL, PAGE),
     PARAM_LEAF("quantum", CTL_SIZE, read_constant_size, NULL, QUANTUM),
     LEAF("nbins", CTL_UNSIGNED, read_nbins, NULL, 0),
+    LEAF("nhbins", CTL_UNSIGNED, read_nhbins, NULL, 0),
     LEAF("tcache_max", CTL_SIZE, read_tcache_max, NULL, 0),
     LEAF("free_map", CTL_BOOL, read_free_map, NULL, 0),
     PARAM_LEAF("dirty_decay_ms", CTL_SSIZE, read_arenas_decay_ms, write_arenas_decay_ms, 0),
@@ -527,6 +619,8 @@ static const ctl_node_t arenas_nodes[] = {
     NAMED("bin", arenas_bin_index),
     PARAM_LEAF("nlextents", CTL_UNSIGNED, read_constant_unsigned, NULL, NLARGE_CLASSES),
     NAMED("lextent", arenas_lextent_index),
+    {"lookup", NODE_LEAF, NULL, NULL, CTL_UNSIGNED_OF_POINTER, NULL, NULL, 0, 0, false, false, call_arenas_lookup,
+     CTL_VOID},
     END};
 
 static const ctl_node_t thread_tcache_nodes[] = {
@@ -593,9 +687,9 @@ static int read_prof_lg_sample(const ctl_node_t *n, const size_t *idx, void *out
 }
 
 static const ctl_node_t prof_nodes[] = {
-    {"dump", NODE_LEAF, NULL, NULL, CTL_STRING, NULL, write_prof_dump, 0, 0, false, true},
+    {"dump", NODE_LEAF, NULL, NULL, CTL_STRING, NULL, write_prof_dump, 0, 0, false, true, NULL, CTL_VOID},
     PARAM_LEAF("active", CTL_BOOL, read_switch, write_switch, SWITCH_PROF_ACTIVE),
-    {"reset", NODE_LEAF, NULL, NULL, CTL_SIZE, NULL, write_prof_reset, 0, 0, false, true},
+    {"reset", NODE_LEAF, NULL, NULL, CTL_SIZE, NULL, write_prof_reset, 0, 0, false, true, NULL, CTL_VOID},
     LEAF("lg_sample", CTL_SIZE, read_prof_lg_sample, NULL, 0),
     END};
 
@@ -604,8 +698,8 @@ static const ctl_node_t root_nodes[] = {
     PARAM_LEAF("background_thread", CTL_BOOL, read_switch, write_switch, SWITCH_BACKGROUND_THREAD),
     NAMED("config", config_nodes),
     NAMED("tcache", tcache_nodes),
-    {"epoch", NODE_LEAF, NULL, NULL, CTL_U64, read_epoch, write_epoch, 0, 0, true, false},
-    {"opt", NODE_OPTIONS, NULL, NULL, CTL_VOID, NULL, NULL, 0, 0, false, false},
+    {"epoch", NODE_LEAF, NULL, NULL, CTL_U64, read_epoch, write_epoch, 0, 0, true, false, NULL, CTL_VOID},
+    {"opt", NODE_OPTIONS, NULL, NULL, CTL_VOID, NULL, NULL, 0, 0, false, false, NULL, CTL_VOID},
     NAMED("stats", stats_nodes),
     NAMED("arenas", arenas_nodes),
     NAMED("arena", arena_index),
@@ -616,7 +710,8 @@ static const ctl_node_t root = NAMED("", root_nodes);
 
 /* ---- opt.*: leaves made from the options table ---- */
 
-static ctl_type_t option_ctl_type(const option_def_t *d) {
+/* An option's value as its own type. */
+static ctl_type_t option_own_type(const option_def_t *d) {
   switch (d->type) {
   case OPTION_BOOL: return CTL_BOOL;
   case OPTION_UNSIGNED: return CTL_UNSIGNED;
@@ -628,20 +723,61 @@ static ctl_type_t option_ctl_type(const option_def_t *d) {
   return CTL_VOID;
 }
 
+/* Options jemalloc has with another type: opt.* reads them as jemalloc's (a program
+ * written for jemalloc passes its size), and the option's own size still reads its own
+ * type (call_leaf). junk:true is jemalloc's junk:"true" (new and freed blocks filled). */
+static const struct {
+  const char *name;
+  ctl_type_t type;
+} jemalloc_option_types[] = {{"junk", CTL_STRING}, {"lg_prof_sample", CTL_SIZE}, {"lg_tcache_nslots_mul", CTL_SSIZE}};
+
+static ctl_type_t option_ctl_type(const option_def_t *d) {
+  for (unsigned k = 0; k < sizeof(jemalloc_option_types) / sizeof(jemalloc_option_types[0]); k++)
+    if (strcmp(d->name, jemalloc_option_types[k].name) == 0) return jemalloc_option_types[k].type;
+  return option_own_type(d);
+}
+
 static int read_option(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)idx;
   if (!boot_ensure()) return EAGAIN;
   const option_def_t *d = &option_table[n->param];
+  ctl_type_t own = option_own_type(d);
   if (d->type == OPTION_STRING) return put_string(out, (const char *)d->value);
   if (d->type == OPTION_ENUM) return put_string(out, option_enum_name(d));
-  memcpy(out, d->value, type_size(n->type));
+  if (n->type == own) {
+    memcpy(out, d->value, type_size(own));
+    return 0;
+  }
+  if (own == CTL_BOOL) return put_string(out, *(const bool *)d->value ? "true" : "false");
+  unsigned v = *(const unsigned *)d->value; /* jemalloc's wider integer types */
+  if (n->type == CTL_SIZE) return put_size(out, v);
+  ssize_t sv = (ssize_t)v;
+  memcpy(out, &sv, sizeof(sv));
   return 0;
 }
 
-/* A leaf node standing for option i (built on the caller's stack). */
-static void option_node(unsigned i, ctl_node_t *out) {
-  ctl_node_t n = PARAM_LEAF(option_table[i].name, option_ctl_type(&option_table[i]), read_option, NULL, i);
-  *out = n;
+/* opt.* names jemalloc has that are no option here: what tessera always does. */
+static int read_opt_retain(const ctl_node_t *n, const size_t *idx, void *out) {
+  (void)n, (void)idx;
+  bool v = true; /* released address space is kept for reuse (retained pages) */
+  memcpy(out, &v, sizeof(v));
+  return 0;
+}
+
+static int read_arena_dss(const ctl_node_t *n, const size_t *idx, void *out);
+static const ctl_node_t opt_jemalloc_nodes[] = {
+    LEAF("retain", CTL_BOOL, read_opt_retain, NULL, 0), LEAF("dss", CTL_STRING, read_arena_dss, NULL, 0), END};
+#define OPT_JEMALLOC_COUNT (sizeof(opt_jemalloc_nodes) / sizeof(opt_jemalloc_nodes[0]) - 1)
+
+/* Child k of opt: option k (a leaf built in *scratch), then the jemalloc-only names. */
+static const ctl_node_t *option_node(unsigned k, ctl_node_t *scratch) {
+  if (k >= option_count) return &opt_jemalloc_nodes[k - option_count];
+  const option_def_t *d = &option_table[k];
+  ctl_type_t type = option_ctl_type(d), own = option_own_type(d);
+  ctl_node_t n = PARAM_LEAF(d->name, type, read_option, NULL, k);
+  if (own != type) n.own_type = own;
+  *scratch = n;
+  return scratch;
 }
 
 /* ---- lookup ---- */
@@ -652,7 +788,7 @@ static bool has_index_child(const ctl_node_t *n) {
 }
 
 static unsigned count_children(const ctl_node_t *n) {
-  if (n->kind == NODE_OPTIONS) return option_count;
+  if (n->kind == NODE_OPTIONS) return option_count + (unsigned)OPT_JEMALLOC_COUNT;
   if (n->kind == NODE_LEAF) return 0;
   unsigned k = 0;
   while (n->children[k].name != NULL) k++;
@@ -672,9 +808,8 @@ static bool step(walk_t *w, size_t c) {
   const ctl_node_t *n = w->node;
   if (n->kind == NODE_LEAF) return false;
   if (n->kind == NODE_OPTIONS) {
-    if (c >= option_count) return false;
-    option_node((unsigned)c, &w->option);
-    w->node = &w->option;
+    if (c >= count_children(n)) return false;
+    w->node = option_node((unsigned)c, &w->option);
     return true;
   }
   if (has_index_child(n)) {
@@ -705,7 +840,8 @@ static bool component(const ctl_node_t *n, const char *s, size_t len, size_t *ou
   if (has_index_child(n)) return parse_index(s, len, out);
   unsigned count = count_children(n);
   for (unsigned k = 0; k < count; k++) {
-    const char *name = n->kind == NODE_OPTIONS ? option_table[k].name : n->children[k].name;
+    ctl_node_t scratch;
+    const char *name = n->kind == NODE_OPTIONS ? option_node(k, &scratch)->name : n->children[k].name;
     if (strlen(name) == len && memcmp(name, s, len) == 0) {
       *out = k;
       return true;
@@ -768,10 +904,18 @@ static int copy_out(const void *value, size_t size, void *oldp, size_t *oldlenp)
 
 static int call_leaf(const walk_t *w, void *oldp, size_t *oldlenp, void *newp, size_t newlen) {
   const ctl_node_t *n = w->node;
+  if (n->call != NULL) return n->call(n, w->idx, oldp, oldlenp, newp, newlen);
   if (n->type == CTL_VOID) return call_action(w, oldp, oldlenp, newp, newlen);
   size_t size = type_size(n->type);
   bool writing = newp != NULL || newlen != 0;
   bool reading = oldp != NULL && oldlenp != NULL;
+  ctl_node_t as_own;
+  if (reading && n->own_type != CTL_VOID && *oldlenp == type_size(n->own_type) && *oldlenp != size) {
+    as_own = *n; /* a reader of the value's type before it took jemalloc's */
+    as_own.type = n->own_type;
+    n = &as_own;
+    size = type_size(n->type);
+  }
   unsigned char value[sizeof(uint64_t)];
   int err;
   if (writing && n->write == NULL) return EPERM;
@@ -820,7 +964,7 @@ static void visit_child(const ctl_node_t *child, char *path, size_t len, ctl_nam
 
 static void visit(const ctl_node_t *n, char *path, size_t len, ctl_name_fn *f, void *arg) {
   if (n->kind == NODE_LEAF) {
-    f(path, n->type, n->write != NULL && n->type != CTL_VOID, arg);
+    f(path, n->type, (n->write != NULL || n->call != NULL) && n->type != CTL_VOID, arg);
     return;
   }
   if (has_index_child(n)) {
@@ -830,8 +974,7 @@ static void visit(const ctl_node_t *n, char *path, size_t len, ctl_name_fn *f, v
   unsigned count = count_children(n);
   for (unsigned k = 0; k < count; k++) {
     ctl_node_t opt;
-    if (n->kind == NODE_OPTIONS) option_node(k, &opt);
-    visit_child(n->kind == NODE_OPTIONS ? &opt : &n->children[k], path, len, f, arg);
+    visit_child(n->kind == NODE_OPTIONS ? option_node(k, &opt) : &n->children[k], path, len, f, arg);
   }
 }
 

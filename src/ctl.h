@@ -18,6 +18,7 @@ typedef enum ctl_type {
   CTL_U64,
   CTL_STRING, /* const char * */
   CTL_U64_POINTER, /* uint64_t * */
+  CTL_UNSIGNED_OF_POINTER, /* reads an unsigned for the void * written (arenas.lookup) */
 } ctl_type_t;
 
 /* Calls f for every name in the tree, indices written <i> (arenas) and <j> (bins),

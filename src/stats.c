@@ -80,8 +80,11 @@ static void read_bin(arena_t *a, bin_t *bin, bin_stats_t *b) {
   read_lock(&bin->lock, &b->lock);
 }
 
-/* Arena a's numbers into s (which is zeroed). */
-static void arena_read(arena_t *a, arena_stats_t *s) {
+/* Arena a's numbers into s (which is zeroed); now: the refresh's time. */
+static void arena_read(arena_t *a, arena_stats_t *s, uint64_t now) {
+  s->initialized = true;
+  uint64_t born = arena_created_ns(a->index);
+  s->uptime_ns = now > born ? now - born : 0;
   s->nthreads = atomic_load(&a->nthreads);
   read_extents(a, s);
   for (unsigned c = 0; c < NSMALL; c++) read_bin(a, &a->bins[c], &s->bins[c]);
@@ -216,16 +219,52 @@ static void read_threads(stats_snapshot_t *s) {
   }
 }
 
-static void totals_from(stats_snapshot_t *s) {
+/* The metadata's parts, read once per refresh so that the totals and the arenas'
+ * shares of them agree. */
+typedef struct metadata_parts {
+  size_t base;     /* the base allocator */
+  size_t caches;   /* the thread caches' mappings */
+  size_t maps;     /* the page map and the free map */
+} metadata_parts_t;
+
+/* Each arena's own record is its share of the base allocator; arena 0 holds the rest
+ * (the extent records, statistics records, the profiler's tables), the maps and the
+ * thread caches (which move between arenas with their threads). Sums to the totals. */
+#define ARENA_RECORD_BYTES ((sizeof(arena_t) + 63) & ~(size_t)63) /* base_alloc's rounding */
+static void metadata_by_arena(stats_snapshot_t *s, const metadata_parts_t *md) {
+  size_t others = 0;
+  for (unsigned i = 1; i < s->narenas; i++) {
+    arena_stats_t *as = s->arenas[i];
+    if (as == NULL || !as->initialized) continue;
+    as->base = ARENA_RECORD_BYTES;
+    as->resident = (as->pactive + as->pdirty) * PAGE + as->base;
+    others += as->base;
+  }
+  size_t own = md->base > others ? md->base - others : 0;
+  arena_stats_t *a0 = s->narenas > 0 ? s->arenas[0] : NULL;
+  if (a0 != NULL && a0->initialized) {
+    a0->base = own + md->maps;
+    a0->internal = md->caches;
+    a0->resident = (a0->pactive + a0->pdirty) * PAGE + own + md->caches;
+  }
+  arena_stats_t *m = &s->merged;
+  m->initialized = true;
+  m->uptime_ns = a0 != NULL ? a0->uptime_ns : 0;
+  m->base = md->base + md->maps;
+  m->internal = md->caches;
+  m->resident = (m->pactive + m->pdirty) * PAGE + md->base + md->caches;
+}
+
+static void totals_from(stats_snapshot_t *s, const metadata_parts_t *md) {
   const arena_stats_t *m = &s->merged;
   tessera_counters *out = &s->totals;
-  size_t base = base_mapped_bytes() + tcache_mapped_bytes(); /* allocator-owned memory */
+  size_t base = md->base + md->caches; /* allocator-owned memory */
   /* Blocks in thread caches count as allocated for the arenas, but the program does
    * not hold them. */
   size_t handed_out = m->small_allocated + m->large_allocated;
   out->allocated = handed_out > s->tcache_bytes ? handed_out - s->tcache_bytes : 0;
   out->active = m->pactive * PAGE;
-  out->metadata = base + pagemap_mapped_bytes() + free_map_mapped_bytes();
+  out->metadata = base + md->maps;
   out->dirty = m->pdirty * PAGE;
   out->resident = out->active + out->dirty + base;
   out->mapped = m->mapped + base;
@@ -254,8 +293,9 @@ void stats_refresh(stats_snapshot_t *s) {
   prepare_records(s, n); /* may allocate: before any allocator lock */
   s->narenas = n;
   s->nautomatic = narenas_limit;
+  uint64_t now = os_now_ns();
   for (unsigned i = 0; i < n; i++)
-    if (arenas[i] != NULL && s->arenas[i] != NULL) arena_read(arenas[i], s->arenas[i]);
+    if (arenas[i] != NULL && s->arenas[i] != NULL) arena_read(arenas[i], s->arenas[i], now);
   tcache_walk_t walk = {s};
   tcache_for_each(add_tcache, &walk);
   for (unsigned i = 0; i < n; i++) {
@@ -265,7 +305,9 @@ void stats_refresh(stats_snapshot_t *s) {
   }
   small_totals(&s->merged);
   read_lock(base_lock_for_stats(), &s->base_lock);
-  totals_from(s);
+  metadata_parts_t md = {base_mapped_bytes(), tcache_mapped_bytes(), pagemap_mapped_bytes() + free_map_mapped_bytes()};
+  totals_from(s, &md);
+  metadata_by_arena(s, &md);
   arenas_note_nthreads(s->merged.nthreads);
   s->nthreads_peak = arenas_nthreads_peak();
   read_threads(s);

@@ -36,6 +36,13 @@ typedef struct lextent_stats {
 } lextent_stats_t;
 
 typedef struct arena_stats {
+  bool initialized;       /* the arena existed at the refresh (the merged record: true) */
+  uint64_t uptime_ns;     /* since the arena was made (merged: arena 0's, since boot) */
+  /* Metadata, as jemalloc splits it: base (the base allocator, the page map and the free
+   * map) and internal (the thread caches). Shared by every arena, so each arena's own
+   * record counts in its base, and the rest in arena 0's, the one the allocator boots
+   * with. resident: active + dirty pages, plus the base allocator's and the caches' part. */
+  size_t base, internal, resident;
   unsigned nthreads;      /* threads bound */
   unsigned ntcaches;      /* live thread caches attached */
   size_t tcache_bytes;    /* bytes of blocks sitting in those caches */
