@@ -145,12 +145,19 @@ static int read_total(const ctl_node_t *n, const size_t *idx, void *out) {
   return read_locked(n, &stats_ctl_snapshot.totals, out);
 }
 
+/* Arena i's numbers; i = arenas.narenas is the merged ones, as ARENAS_ALL: jemalloc
+ * before 5 had no MALLCTL_ARENAS_ALL and its programs read the sums there (jemalloc 5
+ * still accepts it). */
+static const arena_stats_t *snapshot_arena(size_t i) {
+  return stats_arena(&stats_ctl_snapshot, i == control_narenas() ? ARENAS_ALL : i);
+}
+
 static int read_arena_stat(const ctl_node_t *n, const size_t *idx, void *out) {
-  return read_locked(n, stats_arena(&stats_ctl_snapshot, idx[0]), out);
+  return read_locked(n, snapshot_arena(idx[0]), out);
 }
 
 static int read_bin_stat(const ctl_node_t *n, const size_t *idx, void *out) {
-  return read_locked(n, &stats_arena(&stats_ctl_snapshot, idx[0])->bins[idx[1]], out);
+  return read_locked(n, &snapshot_arena(idx[0])->bins[idx[1]], out);
 }
 
 static int read_base_lock(const ctl_node_t *n, const size_t *idx, void *out) {
@@ -170,7 +177,7 @@ static int read_stats_muzzy(const ctl_node_t *n, const size_t *idx, void *out) {
 static int read_arena_retained(const ctl_node_t *n, const size_t *idx, void *out) {
   (void)n;
   snapshot_lock();
-  size_t v = stats_arena(&stats_ctl_snapshot, idx[0])->pretained * PAGE;
+  size_t v = snapshot_arena(idx[0])->pretained * PAGE;
   stats_snapshot_unlock(&stats_ctl_snapshot);
   return put_size(out, v);
 }
@@ -263,7 +270,7 @@ static int read_lextent_size(const ctl_node_t *n, const size_t *idx, void *out) 
 }
 
 static int read_lextent_stat(const ctl_node_t *n, const size_t *idx, void *out) {
-  return read_locked(n, &stats_arena(&stats_ctl_snapshot, idx[0])->lextents[idx[1]], out);
+  return read_locked(n, &snapshot_arena(idx[0])->lextents[idx[1]], out);
 }
 
 static int read_arenas_decay_ms(const ctl_node_t *n, const size_t *idx, void *out) {
@@ -491,8 +498,9 @@ static bool arena_index_ok(size_t i) {
   return i == ARENAS_ALL || i < control_narenas();
 }
 
-/* arena.<i>: also <i> = arenas.narenas, every arena's old name (action_arena). */
-static bool arena_action_index_ok(size_t i) { return arena_index_ok(i) || i == control_narenas(); }
+/* arena.<i> and stats.arenas.<i>: also <i> = arenas.narenas, every arena's old name
+ * (action_arena, snapshot_arena). */
+static bool arena_or_legacy_index_ok(size_t i) { return arena_index_ok(i) || i == control_narenas(); }
 
 /* The bins: the static classes, then the exact classes made so far (exact_class.h), so
  * that arenas.nbins and arenas.bin.<j>.size list every class a size may map to now. */
@@ -573,7 +581,7 @@ static const ctl_node_t stats_arena_nodes[] = {
     NAMED("lextents", stats_lextent_index),
     NAMED("mutexes", stats_arena_mutex_nodes),
     END};
-static const ctl_node_t stats_arena_index[] = {INDEXED("<i>", stats_arena_nodes, arena_index_ok), END};
+static const ctl_node_t stats_arena_index[] = {INDEXED("<i>", stats_arena_nodes, arena_or_legacy_index_ok), END};
 static const ctl_node_t stats_mutex_nodes[] = {NAMED("base", base_lock_nodes), END};
 
 static const ctl_node_t stats_nodes[] = {
@@ -592,7 +600,7 @@ static const ctl_node_t arena_nodes[] = {
     PARAM_LEAF("dirty_decay_ms", CTL_SSIZE, read_arena_decay_ms, write_arena_decay_ms, 0),
     PARAM_LEAF("muzzy_decay_ms", CTL_SSIZE, read_arena_decay_ms, write_arena_decay_ms, 1),
     END};
-static const ctl_node_t arena_index[] = {INDEXED("<i>", arena_nodes, arena_action_index_ok), END};
+static const ctl_node_t arena_index[] = {INDEXED("<i>", arena_nodes, arena_or_legacy_index_ok), END};
 
 static const ctl_node_t arenas_bin_nodes[] = {
     PARAM_LEAF("size", CTL_SIZE, read_bin_info, NULL, 0), PARAM_LEAF("slab_size", CTL_SIZE, read_bin_info, NULL, 1),

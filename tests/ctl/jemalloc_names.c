@@ -213,6 +213,11 @@ static void arena_memory(unsigned arena) {
             all_base, all_internal, stats_metadata);
   TT_CHECKF(all_retained == stats_retained, "merged retained %zu, stats.retained %zu", all_retained, stats_retained);
   TT_CHECK(all_resident >= resident);
+  /* stats.arenas.<narenas>: the merged numbers under their pre-5 name */
+  unsigned narenas;
+  read_exact("arenas.narenas", &narenas, sizeof(narenas));
+  TT_CHECK(read_size("stats.arenas.%u.pactive", narenas) == read_size("stats.arenas.%u.pactive", MALLCTL_ARENAS_ALL));
+  TT_CHECK(read_size("stats.arenas.%u.resident", narenas) == all_resident);
 
   /* Freed with no cache: the pages stay dirty (decay times of seconds) until purged. */
   for (int k = 0; k < NBLOCKS; k++) dallocx(blocks[k], MALLOCX_TCACHE_NONE);
@@ -220,8 +225,6 @@ static void arena_memory(unsigned arena) {
   pdirty = read_size("stats.arenas.%u.pdirty", arena);
   TT_CHECKF(pdirty >= 256, "pdirty %zu after freeing 16 MiB", pdirty);
   TT_CHECK(read_size("stats.arenas.%u.resident", arena) >= pdirty * 4096);
-  unsigned narenas;
-  read_exact("arenas.narenas", &narenas, sizeof(narenas));
   char name[64];
   snprintf(name, sizeof(name), "arena.%u.purge", narenas); /* jemalloc < 5: every arena */
   TT_CHECK(mallctl(name, NULL, NULL, NULL, 0) == 0);
