@@ -885,18 +885,9 @@ bool extent_shrink_in_place(arena_t *a, extent_t *e, size_t npages, unsigned cod
   return true;
 }
 
-/* Pages one madvise call hands back: at most MOVE_STEP_PAGES (a call on hundreds of MiB
- * of resident pages takes milliseconds, and a time-bounded pass checks its deadline
- * between calls), unless the extent is more than MOVE_STEPS_MAX times that: each step
- * writes the page-map bounds of a new piece, and a piece every 8 MiB of a free extent
- * of 512 GiB (a block the program mapped, hardly touched and freed) touched a page-map
- * page each, 256 MiB in all. */
+/* Pages one madvise call hands back at most: a call on hundreds of MiB of resident pages
+ * takes milliseconds, and a time-bounded pass checks its deadline between calls. */
 #define MOVE_STEP_PAGES ((size_t)2048)
-#define MOVE_STEPS_MAX 16
-static size_t move_step_pages(const extent_t *oldest) {
-  size_t step = oldest->npages / MOVE_STEPS_MAX;
-  return step > MOVE_STEP_PAGES ? step : MOVE_STEP_PAGES;
-}
 
 /* Takes extent e (of state `from`, the oldest) out of its set, or only its top `pages`
  * pages when it has more (the rest stays, as the oldest): what is taken, ready to move. */
@@ -914,6 +905,47 @@ static extent_t *take_top(arena_t *a, extent_set_t *set, extent_t *e, size_t pag
   return top;
 }
 
+/* Hands the pages of e (out of every set) to the OS for state `to`, MOVE_STEP_PAGES per
+ * call from its top down, until all are done or the deadline has passed (0: none).
+ * Returns the pages done: the top ones of e. */
+static size_t hand_back_pages(arena_t *a, const extent_t *e, unsigned to, uint64_t deadline_ns) {
+  size_t done = 0;
+  while (done < e->npages) {
+    size_t n = e->npages - done < MOVE_STEP_PAGES ? e->npages - done : MOVE_STEP_PAGES;
+    void *at = (void *)(e->addr + (e->npages - done - n) * PAGE);
+    if (to == EXTENT_MUZZY) os_lazy_free_pages(at, n * PAGE);
+    else os_release_pages(at, n * PAGE);
+    a->nmadvise++;
+    done += n;
+    if (deadline_ns != 0 && done < e->npages && os_now_ns() >= deadline_ns) break;
+  }
+  return done;
+}
+
+/* The bottom `pages` pages of e, which a deadline left in state `from`, split off and
+ * given back to it (merging with the rest of their extent, which stayed there): false
+ * when no record is left to split with. */
+static bool give_back_bottom(arena_t *a, extent_t *e, size_t pages, unsigned from) {
+  extent_t *bottom = record_new(a, 0);
+  if (bottom == NULL) return false;
+  bottom->addr = e->addr;
+  bottom->npages = pages;
+  e->addr += pages * PAGE;
+  e->npages -= pages;
+  insert_free(a, bottom, from);
+  /* They entered the stage when they were freed: not again now. */
+  if (from == EXTENT_DIRTY) a->dirty_decay.added -= pages;
+  else if (from == EXTENT_MUZZY) a->muzzy_decay.added -= pages;
+  return true;
+}
+
+/*
+ * Moves the oldest pages of state `from` to `to` until `keep_pages` are left (or the
+ * deadline has passed). Each pass takes the top of the oldest extent as one piece and
+ * hands its pages back in steps, so that a piece writes the page map's bounds once, not
+ * once per step: a bound every 8 MiB of a free extent of 512 GiB (a block the program
+ * mapped, hardly touched and freed) touched a page-map page each, 256 MiB in all.
+ */
 size_t extent_move_oldest(arena_t *a, unsigned from, unsigned to, size_t keep_pages, uint64_t deadline_ns) {
   lock_assert_held(&a->extent_lock);
   tessera_assert(from != to && (to == EXTENT_MUZZY || to == EXTENT_RETAINED));
@@ -922,19 +954,18 @@ size_t extent_move_oldest(arena_t *a, unsigned from, unsigned to, size_t keep_pa
   if (set->npages <= keep_pages) return 0;
   a->npurge++;
   while (set->npages > keep_pages) {
-    size_t want = set->npages - keep_pages, step = move_step_pages(set->lru.head);
-    if (want > step) want = step;
-    extent_t *e = take_top(a, set, set->lru.head, want, from);
+    extent_t *e = take_top(a, set, set->lru.head, set->npages - keep_pages, from);
+    size_t done = hand_back_pages(a, e, to, deadline_ns);
+    /* Stopped by the deadline: the rest goes back (or, with no record to split with,
+     * is handed back too). */
+    if (done < e->npages && !give_back_bottom(a, e, e->npages - done, from)) done += hand_back_pages(a, e, to, 0) - done;
     if (to == EXTENT_MUZZY) {
-      os_lazy_free_pages((void *)e->addr, e->npages * PAGE);
-      a->lazy_freed_pages += e->npages;
+      a->lazy_freed_pages += done;
     } else {
-      os_release_pages((void *)e->addr, e->npages * PAGE);
-      a->purged_pages += e->npages;
-      a->retained_released_pages += e->npages;
+      a->purged_pages += done;
+      a->retained_released_pages += done;
     }
-    a->nmadvise++;
-    moved += e->npages;
+    moved += done;
     insert_free(a, e, to);
     if (deadline_ns != 0 && os_now_ns() >= deadline_ns) break;
   }

@@ -2,6 +2,8 @@
 /* The OS layer (Linux). See os.h for the contract of each function. */
 #include "os.h"
 
+#include "types.h" /* PAGE */
+
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -67,6 +69,28 @@ bool os_pages_resident(void *addr, size_t size, unsigned char *vec) {
   bool ok = mincore(addr, size, vec) == 0;
   errno = saved;
   return ok;
+}
+
+int os_pagemap_open(void) {
+  int saved = errno;
+  int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  errno = saved;
+  return fd;
+}
+
+#define PAGEMAP_PRESENT ((uint64_t)1 << 63)
+#define PAGEMAP_EXCLUSIVE ((uint64_t)1 << 56)
+
+bool os_pages_exclusive(int pagemap_fd, const void *addr, size_t npages, unsigned char *excl) {
+  uint64_t entries[OS_PAGEMAP_CHUNK];
+  if (pagemap_fd < 0 || npages > OS_PAGEMAP_CHUNK) return false;
+  int saved = errno;
+  ssize_t got = pread(pagemap_fd, entries, npages * sizeof(uint64_t), (off_t)((uintptr_t)addr / PAGE * sizeof(uint64_t)));
+  errno = saved;
+  if (got != (ssize_t)(npages * sizeof(uint64_t))) return false;
+  for (size_t i = 0; i < npages; i++)
+    excl[i] = (entries[i] & (PAGEMAP_PRESENT | PAGEMAP_EXCLUSIVE)) == (PAGEMAP_PRESENT | PAGEMAP_EXCLUSIVE);
+  return true;
 }
 
 bool os_swap_configured(void) {

@@ -34,6 +34,16 @@ bool os_lazy_free_pages(void *addr, size_t size);
  * (mincore: a page never touched is not; the other bits are reserved). Returns false if
  * the kernel refused. */
 bool os_pages_resident(void *addr, size_t size, unsigned char *vec);
+/* The kernel's page table of this process (/proc/self/pagemap), opened for
+ * os_pages_exclusive: -1 if it cannot be read (no /proc). Close it with os_close. */
+int os_pagemap_open(void);
+/* Sets excl[i] to whether page i of a range (page aligned, at most OS_PAGEMAP_CHUNK
+ * pages) is resident and mapped by this process alone (pagemap's "exclusively mapped"):
+ * a page the process wrote. A resident page that is not is the kernel's shared zero page
+ * (mapped by a read of a page never written) or a page shared with a forked process.
+ * Returns false if the kernel refused. */
+#define OS_PAGEMAP_CHUNK 256
+bool os_pages_exclusive(int pagemap_fd, const void *addr, size_t npages, unsigned char *excl);
 /* Whether the system has swap space (sysinfo): without it, a page of a private anonymous
  * mapping that is not resident has never been written since it was last released, and
  * reads as zero. True when unknown. */

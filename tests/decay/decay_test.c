@@ -29,6 +29,8 @@
 #include "tessera.h"
 #include "tt.h"
 
+#include <sys/resource.h>
+
 #define MIB ((size_t)1 << 20)
 #define NBLOCKS 256
 #define BLOCK (256 * 1024) /* large blocks: 64 MiB in all */
@@ -177,8 +179,46 @@ static void scenario_gather(void) {
   free(q);
 }
 
+/* A calloc'd table read through (each page then maps the kernel's zero page, which
+ * counts as resident) and freed: its pages stay dirty (dirty_decay_ms:-1). A calloc
+ * that reuses them, directly or by moving them under fresh pages, must not clear them by
+ * writing: a write copies the zero page (16k page faults and 64 MiB more resident a
+ * call). Two rounds of each shape. */
+static long minor_faults(void) {
+  struct rusage u;
+  TT_CHECK(getrusage(RUSAGE_SELF, &u) == 0);
+  return u.ru_minflt;
+}
+
+static void scenario_calloc_read_through(void) {
+  const size_t big = 64 * MIB, page = 4096;
+  purge_all();
+  unsigned char *m = malloc(big);
+  TT_CHECKF(m != NULL, "malloc");
+  memset(m, 0xAA, 4 * MIB);
+  free(m);
+  for (int round = 0; round < 4; round++) {
+    long before = minor_faults();
+    size_t rss_before = rss_bytes();
+    unsigned char *t = calloc(1, big);
+    long faults = minor_faults() - before;
+    TT_CHECKF(t != NULL, "calloc");
+    size_t nonzero = 0;
+    for (size_t b = 0; b < big; b += page) nonzero += t[b] != 0 || t[b + page - 1] != 0; /* read through */
+    TT_CHECKF(nonzero == 0, "round %d: %zu pages not zero", round, nonzero);
+    size_t grew = rss_bytes() - rss_before;
+    printf("calloc_read_through: round %d, %ld page faults in calloc, RSS grew %zu KiB\n", round, faults, grew / 1024);
+    if (round > 0) {
+      TT_CHECKF(faults < 1024, "round %d: calloc(64 MiB) of a table read through: %ld page faults", round, faults);
+      TT_CHECKF(grew < 8 * MIB, "round %d: RSS grew %zu KiB", round, grew / 1024);
+    }
+    t[(size_t)round * page] = 1;
+    free(t);
+  }
+}
+
 int main(int argc, char **argv) {
-  TT_CHECKF(argc == 2, "usage: decay_test trim|immediate|never|curve|background|fork|absorb|gather");
+  TT_CHECKF(argc == 2, "usage: decay_test trim|immediate|never|curve|background|fork|absorb|gather|calloc_read_through");
   TT_CHECKF(strcmp(tessera_version(), "") != 0, "not running on tessera");
   const char *mode = argv[1];
   size_t base = rss_bytes();
@@ -230,6 +270,8 @@ int main(int argc, char **argv) {
     scenario_absorb();
   } else if (strcmp(mode, "gather") == 0) {
     scenario_gather();
+  } else if (strcmp(mode, "calloc_read_through") == 0) {
+    scenario_calloc_read_through();
   } else {
     TT_CHECKF(0, "unknown mode %s", mode);
   }
