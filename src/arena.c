@@ -33,11 +33,12 @@ static _Atomic unsigned arenas_in_use; /* narenas_limit, plus arenas made by are
 
 unsigned arenas_count(void) { return atomic_load_explicit(&arenas_in_use, memory_order_acquire); }
 
-/* When each arena was made (os_now_ns), written before the arena is published. */
-static uint64_t arena_birth_ns[MAX_ARENAS];
-
+/* The arena's creation time is written before the arena is published. (In arena_t, not
+ * in a table here: a table in the library's zeroed data, written at start-up, moved the
+ * data every program touches onto one more page.) */
 uint64_t arena_created_ns(unsigned i) {
-  return i < MAX_ARENAS && __atomic_load_n(&arenas[i], __ATOMIC_ACQUIRE) != NULL ? arena_birth_ns[i] : 0;
+  const arena_t *a = i < MAX_ARENAS ? __atomic_load_n(&arenas[i], __ATOMIC_ACQUIRE) : NULL;
+  return a != NULL ? a->created_ns : 0;
 }
 
 bool arena_index_of(const void *p, unsigned *index) {
@@ -97,7 +98,7 @@ arena_t *arena_get(unsigned i) {
     a = base_alloc(sizeof(arena_t));
     if (a != NULL) {
       arena_init(a, i);
-      arena_birth_ns[i] = os_now_ns();
+      a->created_ns = os_now_ns();
       __atomic_store_n(&arenas[i], a, __ATOMIC_RELEASE);
       atomic_fetch_add(&narenas_created, 1);
     }
@@ -119,7 +120,7 @@ arena_t *arena_create(void) {
     a = base_alloc(sizeof(arena_t));
     if (a != NULL) {
       arena_init(a, i);
-      arena_birth_ns[i] = os_now_ns();
+      a->created_ns = os_now_ns();
       __atomic_store_n(&arenas[i], a, __ATOMIC_RELEASE);
       atomic_fetch_add(&narenas_created, 1);
       atomic_store_explicit(&arenas_in_use, i + 1, memory_order_release);

@@ -193,6 +193,7 @@ typedef struct bin {
 /* ---- arena.h ---- */
 typedef struct arena {
   unsigned index;
+  uint64_t created_ns;       /* when it was made (os_now_ns), for stats.arenas.<i>.uptime */
   _Atomic unsigned nthreads; /* threads bound to it */
   _Atomic uintptr_t last_refiller; /* thread_marker() of the thread that refilled last */
   lock_t extent_lock;        /* guards the extent sets and the large counters */
