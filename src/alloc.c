@@ -38,6 +38,12 @@
  * every block passes through here on its way out and back. */
 #define JUNK_ALLOC 0xa5
 
+void *alloc_counted_large(void *p, size_t usable, bool zeroed) {
+  if (p == NULL || !zeroed) return alloc_counted(p, usable);
+  tls_thread.allocated += usable; /* zeroed (no key): never junk-filled */
+  return p;
+}
+
 void *alloc_counted(void *p, size_t usable) {
   if (p == NULL) return NULL;
   /* Every size: a large block may shrink in place (realloc) into a cached class, and
@@ -79,9 +85,7 @@ PROF_API_ENTRY void *alloc_large(size_t size, size_t align, bool zero) {
   tcache_t *tc = tcache_get();
   void *p = align <= PAGE ? large_cached(tc, large_usable_size(size), zero) : NULL;
   if (p == NULL) p = arena_malloc_large(tcache_large_arena(tc), size, align, zero);
-  if (p == NULL || !zero) return alloc_counted(p, large_usable_size(size));
-  tls_thread.allocated += large_usable_size(size); /* zeroed (no key): never junk-filled */
-  return p;
+  return alloc_counted_large(p, large_usable_size(size), zero);
 }
 
 /* A block of class c for a request of size bytes (0: not known; the size votes for an

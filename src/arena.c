@@ -33,13 +33,6 @@ static _Atomic unsigned arenas_in_use; /* narenas_limit, plus arenas made by are
 
 unsigned arenas_count(void) { return atomic_load_explicit(&arenas_in_use, memory_order_acquire); }
 
-/* The arena's creation time is written before the arena is published. (In arena_t, not
- * in a table here: a table in the library's zeroed data, written at start-up, moved the
- * data every program touches onto one more page.) */
-uint64_t arena_created_ns(unsigned i) {
-  const arena_t *a = i < MAX_ARENAS ? __atomic_load_n(&arenas[i], __ATOMIC_ACQUIRE) : NULL;
-  return a != NULL ? a->created_ns : 0;
-}
 
 bool arena_index_of(const void *p, unsigned *index) {
   pm_entry_t pe = pagemap_get((uintptr_t)p);
@@ -53,6 +46,7 @@ bool arena_index_of(const void *p, unsigned *index) {
   *index = a->index;
   return true;
 }
+
 static _Atomic unsigned next_arena_rr;
 
 _Atomic ssize_t arena_default_dirty_decay_ms, arena_default_muzzy_decay_ms;

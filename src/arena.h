@@ -42,8 +42,6 @@ arena_t *arena_exclusive_check(void);
  * thread's arena choice and at each statistics refresh). */
 unsigned arenas_nthreads_peak(void);
 void arenas_note_nthreads(unsigned n);
-/* When arena i was made (os_now_ns's clock); 0 if it does not exist (yet). */
-uint64_t arena_created_ns(unsigned i);
 /* arenas.lookup: the index of the arena that owns the block at p (any address in a
  * slab, or in the first or last page of a large block); false for any other address. */
 bool arena_index_of(const void *p, unsigned *index);

@@ -14,7 +14,6 @@
 #include "size_class.h"
 #include "background.h"
 #include "tcache.h"
-#include "thread.h"
 
 unsigned control_narenas(void) { return boot_ensure() ? arenas_count() : 0; }
 
@@ -91,11 +90,8 @@ PROF_API_ENTRY void *control_alloc(int arena_index, size_t size, size_t align, b
     return p;
   }
   size_t large = large_request(size);
-  void *p = arena_malloc_large(a, large, align < PAGE ? PAGE : align, zero);
-  if (p == NULL || !zero) return alloc_counted(p, large_usable_size(large));
-  /* Zeroed by the arena: counted without alloc_counted's junk fill (as alloc_large). */
-  tls_thread.allocated += large_usable_size(large);
-  return p;
+  return alloc_counted_large(arena_malloc_large(a, large, align < PAGE ? PAGE : align, zero),
+                             large_usable_size(large), zero);
 }
 
 void control_free(void *p, bool use_tcache) {

@@ -905,11 +905,10 @@ static extent_t *take_top(arena_t *a, extent_set_t *set, extent_t *e, size_t pag
   return top;
 }
 
-/* Hands the pages of e (out of every set) to the OS for state `to`, MOVE_STEP_PAGES per
- * call from its top down, until all are done or the deadline has passed (0: none).
- * Returns the pages done: the top ones of e. */
-static size_t hand_back_pages(arena_t *a, const extent_t *e, unsigned to, uint64_t deadline_ns) {
-  size_t done = 0;
+/* Hands the pages of e (out of every set) below its top `done` ones to the OS for state
+ * `to`, MOVE_STEP_PAGES per call from the top down, until all are done or the deadline
+ * has passed (0: none). Returns the pages done: the top ones of e. */
+static size_t hand_back_pages(arena_t *a, const extent_t *e, unsigned to, size_t done, uint64_t deadline_ns) {
   while (done < e->npages) {
     size_t n = e->npages - done < MOVE_STEP_PAGES ? e->npages - done : MOVE_STEP_PAGES;
     void *at = (void *)(e->addr + (e->npages - done - n) * PAGE);
@@ -955,10 +954,10 @@ size_t extent_move_oldest(arena_t *a, unsigned from, unsigned to, size_t keep_pa
   a->npurge++;
   while (set->npages > keep_pages) {
     extent_t *e = take_top(a, set, set->lru.head, set->npages - keep_pages, from);
-    size_t done = hand_back_pages(a, e, to, deadline_ns);
+    size_t done = hand_back_pages(a, e, to, 0, deadline_ns);
     /* Stopped by the deadline: the rest goes back (or, with no record to split with,
      * is handed back too). */
-    if (done < e->npages && !give_back_bottom(a, e, e->npages - done, from)) done += hand_back_pages(a, e, to, 0) - done;
+    if (done < e->npages && !give_back_bottom(a, e, e->npages - done, from)) done = hand_back_pages(a, e, to, done, 0);
     if (to == EXTENT_MUZZY) {
       a->lazy_freed_pages += done;
     } else {

@@ -15,6 +15,9 @@ void *tessera_malloc_internal(size_t size);
 /* A block just taken from an arena without a thread cache: counts it for the thread
  * (thread.allocated) and applies junk:true / zero:true. p may be NULL. */
 void *alloc_counted(void *p, size_t usable);
+/* The same for a large block the arena zeroed when zeroed is true (calloc, MALLOCX_ZERO):
+ * counted, but not junk-filled. */
+void *alloc_counted_large(void *p, size_t usable, bool zeroed);
 /* A large block of at least size bytes, aligned to align (a power of two >= PAGE),
  * zeroed if asked, from the calling thread's arena, counted. NULL if impossible. */
 void *alloc_large(size_t size, size_t align, bool zero);

@@ -83,8 +83,7 @@ static void read_bin(arena_t *a, bin_t *bin, bin_stats_t *b) {
 /* Arena a's numbers into s (which is zeroed); now: the refresh's time. */
 static void arena_read(arena_t *a, arena_stats_t *s, uint64_t now) {
   s->initialized = true;
-  uint64_t born = arena_created_ns(a->index);
-  s->uptime_ns = now > born ? now - born : 0;
+  s->uptime_ns = now > a->created_ns ? now - a->created_ns : 0;
   s->nthreads = atomic_load(&a->nthreads);
   read_extents(a, s);
   for (unsigned c = 0; c < NSMALL; c++) read_bin(a, &a->bins[c], &s->bins[c]);

@@ -193,7 +193,10 @@ typedef struct bin {
 /* ---- arena.h ---- */
 typedef struct arena {
   unsigned index;
-  uint64_t created_ns;       /* when it was made (os_now_ns), for stats.arenas.<i>.uptime */
+  /* When it was made (os_now_ns), for stats.arenas.<i>.uptime. Here rather than in a
+   * table of the library's zeroed data: written at start-up, such a table moved the data
+   * every program touches onto one more page. */
+  uint64_t created_ns;
   _Atomic unsigned nthreads; /* threads bound to it */
   _Atomic uintptr_t last_refiller; /* thread_marker() of the thread that refilled last */
   lock_t extent_lock;        /* guards the extent sets and the large counters */

@@ -40,19 +40,22 @@ static void read_exact(const char *name, void *v, size_t size) {
   TT_CHECKF(r == 0 && len == size, "%s read with %zu bytes: %d (length %zu)", name, size, r, len);
 }
 
-static size_t read_size(const char *fmt, unsigned i) {
+/* The name fmt with arena index i, read into v (size bytes exactly). */
+static void read_indexed(const char *fmt, unsigned i, void *v, size_t size) {
   char name[128];
-  size_t v;
   snprintf(name, sizeof(name), fmt, i);
-  read_exact(name, &v, sizeof(v));
+  read_exact(name, v, size);
+}
+
+static size_t read_size(const char *fmt, unsigned i) {
+  size_t v;
+  read_indexed(fmt, i, &v, sizeof(v));
   return v;
 }
 
 static uint64_t read_u64(const char *fmt, unsigned i) {
-  char name[128];
   uint64_t v;
-  snprintf(name, sizeof(name), fmt, i);
-  read_exact(name, &v, sizeof(v));
+  read_indexed(fmt, i, &v, sizeof(v));
   return v;
 }
 
