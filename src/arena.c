@@ -7,6 +7,7 @@
 
 #include "base.h"
 #include "bin.h"
+#include "calloc_clear.h"
 #include "config.h"
 #include "decay.h"
 #include "extent.h"
@@ -279,103 +280,6 @@ static extent_t *large_extent(arena_t *a, size_t usable, size_t align, size_t ga
 
 static void arena_free_large_unguarded(arena_t *a, extent_t *e, bool moved);
 
-/*
- * Zeroes a large block's pages that may hold old data (calloc). Free pages count as
- * resident, but a freed block's pages that the program never wrote are not: clearing
- * them by writing would fault them all in (a program that callocs 64 MiB, writes a page
- * and frees it, in a loop: 16k page faults and 64 MiB resident a call). So the kernel
- * says which pages are resident (mincore), and those are written with zeros. (Reading
- * each page first, to leave alone the ones that are zero already, cost the suite's
- * `sparse` a fifth of its time, 0.48 -> 0.59 s, to save 1 MiB of its 34.5 MiB peak.)
- *
- * A page the program only read counts as resident too: it maps the kernel's shared zero
- * page, and writing it would copy that page (a program that callocs a 64 MiB table,
- * reads all of it, sets an entry and frees it, in a loop: 15k page faults and 60 MiB
- * more resident a call). In a block of CLEAR_CLASSIFY_MIN or more, in each run of
- * CLEAR_CLASSIFY_PAGES resident pages or more (a table read through), the pages this
- * process alone maps, the ones it wrote, are written with zeros, and the others, the
- * zero page or pages shared with a forked child, are given back (MADV_DONTNEED): they
- * then read as zero without a copy. Asking the kernel's page table costs three system
- * calls a block: not for smaller blocks, whose resident pages are mostly ones the
- * program or the previous clear wrote (`sparse steps=100k`, tables of 1 KiB - 1 MiB:
- * 1.09 -> 1.25 s when every block asked).
- *
- * A page that is not resident reads as zero, unless it is out in swap, which mincore
- * does not tell apart. On a system without swap the others are left alone; with swap
- * they are given back (MADV_DONTNEED), after which they read as zero when first touched,
- * whatever happened to them before, one call a run of them. Without swap none is made:
- * a block whose previous owner wrote a few scattered pages (an array of which a few
- * entries were set) has many short runs of them, and `sparse steps=20k` made 68,539
- * madvise calls, one a run (497 now, all decay's).
- */
-#define CLEAR_CHECK_MIN ((size_t)256 << 10)
-#define CLEAR_CHUNK_PAGES OS_PAGEMAP_CHUNK
-#define CLEAR_CLASSIFY_MIN ((size_t)2 << 20)
-#define CLEAR_CLASSIFY_PAGES 64
-
-/* The page table of the calling process, opened once per clear (-2: not yet, -1: not
- * to be asked). */
-typedef struct clear_ctx {
-  int pagemap_fd;
-  int swap; /* -1: not asked yet */
-} clear_ctx_t;
-
-/* Zeroes n resident pages at p: the written ones with zeros, the others given back. */
-static void clear_resident(clear_ctx_t *ctx, char *p, size_t n) {
-  unsigned char excl[CLEAR_CHUNK_PAGES];
-  if (n >= CLEAR_CLASSIFY_PAGES && ctx->pagemap_fd == -2) ctx->pagemap_fd = os_pagemap_open();
-  if (n < CLEAR_CLASSIFY_PAGES || !os_pages_exclusive(ctx->pagemap_fd, p, n, excl)) {
-    memset(p, 0, n * PAGE);
-    return;
-  }
-  for (size_t i = 0; i < n;) {
-    size_t j = i + 1;
-    while (j < n && excl[j] == excl[i]) j++;
-    char *run = p + i * PAGE;
-    size_t bytes = (j - i) * PAGE;
-    if (excl[i] || !os_release_pages(run, bytes)) memset(run, 0, bytes);
-    i = j;
-  }
-}
-
-/* Clears n pages at p given their residency vec (bit 0 of each byte). */
-static void clear_chunk(clear_ctx_t *ctx, char *p, size_t n, const unsigned char *vec) {
-  size_t i = 0;
-  while (i < n) { /* runs of pages alike */
-    size_t j = i + 1;
-    while (j < n && (vec[j] & 1) == (vec[i] & 1)) j++;
-    char *run = p + i * PAGE;
-    size_t bytes = (j - i) * PAGE;
-    if (vec[i] & 1) {
-      clear_resident(ctx, run, j - i);
-    } else {
-      if (ctx->swap < 0) ctx->swap = os_swap_configured(); /* asked once, when a page is not resident */
-      if (ctx->swap && !os_release_pages(run, bytes)) hardened_zero_written_pages(run, bytes);
-    }
-    i = j;
-  }
-}
-
-static void clear_pages(void *addr, size_t bytes) {
-  if (bytes < CLEAR_CHECK_MIN) {
-    memset(addr, 0, bytes);
-    return;
-  }
-  unsigned char vec[CLEAR_CHUNK_PAGES];
-  clear_ctx_t ctx = {.pagemap_fd = bytes >= CLEAR_CLASSIFY_MIN ? -2 : -1, .swap = -1};
-  for (char *p = addr, *end = p + bytes; p < end;) {
-    size_t n = (size_t)(end - p) / PAGE < CLEAR_CHUNK_PAGES ? (size_t)(end - p) / PAGE : CLEAR_CHUNK_PAGES;
-    if (n == 0) { /* less than a page left (a block's size is whole pages: never) */
-      memset(p, 0, (size_t)(end - p));
-      break;
-    }
-    if (!os_pages_resident(p, n * PAGE, vec)) memset(vec, 1, n); /* unknown: write them */
-    clear_chunk(&ctx, p, n, vec);
-    p += n * PAGE;
-  }
-  if (ctx.pagemap_fd >= 0) os_close(ctx.pagemap_fd);
-}
-
 void *arena_malloc_large(arena_t *a, size_t size, size_t align, bool zero) {
   tessera_assert(align >= PAGE && (align & (align - 1)) == 0);
   lock_assert_not_held(&a->extent_lock);
@@ -391,7 +295,7 @@ void *arena_malloc_large(arena_t *a, size_t size, size_t align, bool zero) {
   if (e == NULL) return NULL;
   /* Only the pages that hold old data: the others read as zero (calloc of a big block
    * must not touch pages the program may never use). */
-  if (zero) clear_pages((void *)e->addr, zeroed ? gathered * PAGE : usable);
+  if (zero) calloc_clear(e, (void *)e->addr, zeroed ? gathered * PAGE : usable);
   if (unlikely(guarded) && !hardened_guard((void *)(e->addr + usable - PAGE))) {
     arena_free_large_unguarded(a, e, false); /* the kernel refused (too many mappings): out of memory */
     return NULL;

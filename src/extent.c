@@ -788,6 +788,7 @@ static extent_t *alloc_pages(arena_t *a, size_t npages, size_t align_pages, exte
   if (spare != NULL) record_delete(a, spare);
   r->state = (uint8_t)state;
   r->sampled = 0; /* the profiler marks its own blocks after this */
+  r->calloc_measure = 0; /* (a slab's lent, the same byte) */
   map_new_active(r, code);
   a->active_pages += npages;
   /* The dirty cap's recent peak (purge.c) sees the rise a big block makes at once, not

@@ -21,6 +21,7 @@
 #include "arena.h"
 #include "background.h"
 #include "bin.h"
+#include "calloc_clear.h"
 #include "config.h"
 #include "fatal.h"
 #include "free_map.h"
@@ -147,6 +148,7 @@ static void free_block_now(extent_t *e, unsigned c, void *p) {
     arena_free_small(e, p);
   } else {
     tls_thread.deallocated += e->npages * PAGE;
+    if (unlikely(e->calloc_measure)) calloc_clear_freed(e);
     tcache_t *tc = tls_thread.tcache;
     if (tc == &tcache_empty || !large_cache_put(tc, e)) arena_free_large(e->arena, e);
   }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "calloc_clear.h"
 #include "config.h"
 #include "options.h"
 #include "pagemap.h"
@@ -72,7 +73,7 @@ extent_t *large_cache_take(tcache_t *tc, size_t usable, bool zero) {
   add_bytes(lc, usable, false);
   __atomic_store_n(&e->thread_cached, 0, __ATOMIC_RELAXED);
   tessera_assert(e->state == EXTENT_LARGE && e->npages * PAGE == usable && !e->sampled);
-  if (zero) memset((void *)e->addr, 0, usable); /* a used block */
+  if (zero) calloc_clear(e, (void *)e->addr, usable); /* a used block */
   return e;
 }
 

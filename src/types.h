@@ -129,8 +129,13 @@ typedef struct extent {
   uint8_t sampled_first, sampled_last;
   /* large: freed into a thread's cache of large blocks (large_cache.h), not live */
   uint8_t thread_cached;
-  /* slab: lent regions to a smaller class since it was last empty (bin.h, "Lending") */
-  uint8_t lent;
+  union {
+    /* slab: lent regions to a smaller class since it was last empty (bin.h, "Lending") */
+    uint8_t lent;
+    /* large: calloc gave its pages back, and its free counts the ones touched since
+     * (calloc_clear.h) */
+    uint8_t calloc_measure;
+  };
   /* pairing-heap links (free-extent sets and a bin's non-full slabs; never both) */
   struct extent *heap_child;
   struct extent *heap_next;

@@ -217,8 +217,84 @@ static void scenario_calloc_read_through(void) {
   }
 }
 
+/*
+ * calloc of used blocks (src/calloc_clear.c): a program that uses its zeroed tables
+ * sparsely gets the tables' old pages given back, one that fills them gets them written
+ * with zeros, one that changes from filling to sparse use is followed.
+ */
+#define TABLE MIB
+#define TABLE_PAGES (TABLE / 4096)
+#define TABLES 32
+
+static void *tables[TABLES];
+static unsigned table_rng = 12345;
+
+/* `steps` callocs of 1 MiB tables kept in TABLES slots, `touch` pages written in each
+ * (every page when touch is TABLE_PAGES); returns the page faults they took. */
+static long calloc_tables(int steps, int touch, int slots) {
+  long before = minor_faults();
+  for (int i = 0; i < steps; i++) {
+    unsigned char *t = calloc(1, TABLE);
+    TT_CHECKF(t != NULL, "calloc");
+    for (int k = 0; k < touch; k++) {
+      table_rng = table_rng * 1103515245u + 12345u;
+      size_t page = touch == (int)TABLE_PAGES ? (size_t)k : (table_rng >> 8) % TABLE_PAGES;
+      unsigned char mark = (unsigned char)(i % 255 + 1), *entry = &t[page * 4096 + 64];
+      TT_CHECKF(*entry == 0 || *entry == mark, "step %d: a calloc'd table holds old data", i);
+      *entry = mark;
+    }
+    int slot = i % slots;
+    free(tables[slot]);
+    tables[slot] = t;
+  }
+  return minor_faults() - before;
+}
+
+static void free_tables(void) {
+  for (int i = 0; i < TABLES; i++) {
+    free(tables[i]);
+    tables[i] = NULL;
+  }
+}
+
+/* 4 pages set in each table: the old pages go back; written with zeros, every reused
+ * table would stay resident whole (32 MiB). */
+static void scenario_calloc_sparse(void) {
+  purge_all();
+  size_t before = rss_bytes();
+  calloc_tables(3000, 4, TABLES);
+  size_t grew = rss_bytes() - before;
+  printf("calloc_sparse: RSS grew %zu KiB over 32 tables of 1 MiB\n", grew / 1024);
+  TT_CHECKF(grew < 8 * MIB, "sparse tables kept %zu KiB resident", grew / 1024);
+  free_tables();
+}
+
+/* Every page set in each table: zeros are written (a page fault for each page of every
+ * table if its pages went back: 512k). */
+static void scenario_calloc_dense(void) {
+  long faults = calloc_tables(2000, (int)TABLE_PAGES, 8);
+  printf("calloc_dense: %ld page faults for 2000 tables of 256 pages\n", faults);
+  TT_CHECKF(faults < 2000 * (long)TABLE_PAGES / 10, "dense tables: %ld page faults", faults);
+  free_tables();
+}
+
+/* Filled tables, then sparse ones: the change is seen, and the resident pages of the
+ * filled phase go back as their blocks are reused. */
+static void scenario_calloc_phases(void) {
+  purge_all();
+  calloc_tables(2000, (int)TABLE_PAGES, 8);
+  size_t dense = rss_bytes();
+  calloc_tables(8000, 4, 8);
+  size_t sparse = rss_bytes();
+  printf("calloc_phases: RSS %zu KiB after the filled tables, %zu KiB after the sparse ones\n", dense / 1024,
+         sparse / 1024);
+  TT_CHECKF(sparse + 4 * MIB < dense, "sparse tables after filled ones: RSS %zu -> %zu KiB", dense / 1024,
+            sparse / 1024);
+  free_tables();
+}
+
 int main(int argc, char **argv) {
-  TT_CHECKF(argc == 2, "usage: decay_test trim|immediate|never|curve|background|fork|absorb|gather|calloc_read_through");
+  TT_CHECKF(argc == 2, "usage: decay_test trim|immediate|never|curve|background|fork|absorb|gather|calloc_read_through|calloc_sparse|calloc_dense|calloc_phases");
   TT_CHECKF(strcmp(tessera_version(), "") != 0, "not running on tessera");
   const char *mode = argv[1];
   size_t base = rss_bytes();
@@ -272,6 +348,12 @@ int main(int argc, char **argv) {
     scenario_gather();
   } else if (strcmp(mode, "calloc_read_through") == 0) {
     scenario_calloc_read_through();
+  } else if (strcmp(mode, "calloc_sparse") == 0) {
+    scenario_calloc_sparse();
+  } else if (strcmp(mode, "calloc_dense") == 0) {
+    scenario_calloc_dense();
+  } else if (strcmp(mode, "calloc_phases") == 0) {
+    scenario_calloc_phases();
   } else {
     TT_CHECKF(0, "unknown mode %s", mode);
   }
