@@ -735,10 +735,15 @@ static extent_t *alloc_pages(arena_t *a, size_t npages, size_t align_pages, exte
    * slabs never grow): big and small blocks then gather at opposite ends of the free
    * memory, so that a freed big block's neighbours are more often big free ones (a
    * program growing vectors of up to 8 MiB by realloc: peak RSS 158 -> 148 MiB, and a
-   * program cycling blocks of 5-25 MiB 162k -> 152k page faults).
+   * program cycling blocks of 5-25 MiB 162k -> 152k page faults). A big block that
+   * realloc moves to grow it comes from the bottom: it will likely grow again, and with
+   * the free pages above it in place (a buffer doubled from 1 to 64 MiB moved to the top
+   * of the free pages below it at every step, copying, and grew the next time into
+   * released pages: sqlite3's sorter, `grow_elsewhere`).
    */
+  bool growing = gather_at < npages; /* a block realloc moves to grow it */
   bool from_top = f != NULL && (state == EXTENT_SLAB ? f->npages > search
-                                                     : f->npages / DIRTY_MAX_FIT > search || search >= BIG_LARGE_PAGES);
+                                                     : f->npages / DIRTY_MAX_FIT > search || (search >= BIG_LARGE_PAGES && !growing));
   if (f == NULL) f = set_find(&a->muzzy, search);
   if (f == NULL && align_pages == 1) f = borrow_dirty(a, search);
   /* Not for a block to be cleared: its released pages would be labelled dirty, and
@@ -843,6 +848,25 @@ void extent_free_stashed_slab(arena_t *a, extent_t *e) {
   a->dirty_decay.added -= npages; /* counted for decay when the slab was stashed */
 }
 
+/*
+ * Whether a block of old_pages growing by extra pages should rather move onto the
+ * arena's resident free pages than grow into released ones (its neighbour): growing in
+ * place faults in the extra pages, a new resident page each, while as many free pages
+ * stay resident elsewhere; moving copies the old pages onto resident free ones and
+ * leaves its own behind, free and resident: no page fault, no new resident page. A copy
+ * costs about a fifth of a fault a page, so it pays while the old block is at most
+ * GROW_COPY_RATIO times the growth (a block doubling: always). sqlite3 building two
+ * indexes and a window query over 1M rows (its sorter's buffer grows by realloc from 1
+ * to 64 MiB for each sort, freed between sorts): the second and third buffers grew into
+ * released pages next to them while the first's 64 MiB stayed resident. Only from
+ * GROW_MOVE_MIN_PAGES: below, the faults are few.
+ */
+#define GROW_COPY_RATIO 4u
+#define GROW_MOVE_MIN_PAGES ((size_t)64)
+static bool grow_elsewhere(const arena_t *a, size_t old_pages, size_t extra) {
+  return extra >= GROW_MOVE_MIN_PAGES && old_pages <= GROW_COPY_RATIO * extra && a->dirty.npages >= old_pages + extra;
+}
+
 bool extent_grow_in_place(arena_t *a, extent_t *e, size_t npages, unsigned code) {
   lock_assert_held(&a->extent_lock);
   tessera_assert(e->state == EXTENT_LARGE && npages > e->npages);
@@ -850,7 +874,10 @@ bool extent_grow_in_place(arena_t *a, extent_t *e, size_t npages, unsigned code)
   uintptr_t end = e->addr + e->npages * PAGE;
   extent_t *n = free_neighbor(a, end, EXTENT_DIRTY);
   if (n == NULL) n = free_neighbor(a, end, EXTENT_MUZZY);
-  if (n == NULL) n = free_neighbor(a, end, EXTENT_RETAINED);
+  if (n == NULL) {
+    n = free_neighbor(a, end, EXTENT_RETAINED);
+    if (n != NULL && grow_elsewhere(a, e->npages, extra)) return false;
+  }
   if (n == NULL || n->npages < extra) return false;
   extent_set_t *set = set_of(a, n->state);
   note_reuse(a, n->state, extra);
