@@ -362,6 +362,7 @@ bool arena_resize_large_in_place(arena_t *a, extent_t *e, size_t new_usable) {
   if (new_pages > old_pages) ok = extent_grow_in_place(a, e, new_pages, large_code(new_usable));
   else ok = extent_shrink_in_place(a, e, new_pages, large_code(new_usable));
   if (ok) {
+    e->calloc_measure = 0; /* its pages are not the ones a calloc gave back any more */
     a->large_allocated = a->large_allocated - old_pages * PAGE + new_pages * PAGE;
     a->lextent_cur[large_class_index(old_pages * PAGE)]--;
     a->lextent_cur[large_class_index(new_pages * PAGE)]++;

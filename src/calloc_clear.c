@@ -232,7 +232,6 @@ static void add_counts(uint64_t measured, uint64_t touched) {
 void calloc_clear_freed(extent_t *e) {
   bool probe = e->calloc_measure == MEASURE_PROBE;
   e->calloc_measure = MEASURE_NONE;
-  if (probe && e->npages < CLEAR_PROBE_PAGES) return; /* shrunk in place by realloc */
   size_t npages = e->npages < CLEAR_MEASURE_MAX_PAGES ? e->npages : CLEAR_MEASURE_MAX_PAGES;
   if (!probe) {
     add_counts(npages, resident_pages((char *)e->addr, npages));
