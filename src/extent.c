@@ -741,7 +741,7 @@ static extent_t *alloc_pages(arena_t *a, size_t npages, size_t align_pages, exte
    * of the free pages below it at every step, copying, and grew the next time into
    * released pages: sqlite3's sorter, `grow_elsewhere`).
    */
-  bool growing = gather_at < npages; /* a block realloc moves to grow it */
+  bool growing = gather_at > 0 && gather_at < npages; /* a block realloc moves to grow it */
   bool from_top = f != NULL && (state == EXTENT_SLAB ? f->npages > search
                                                      : f->npages / DIRTY_MAX_FIT > search || (search >= BIG_LARGE_PAGES && !growing));
   if (f == NULL) f = set_find(&a->muzzy, search);
