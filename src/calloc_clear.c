@@ -128,8 +128,9 @@ static void clear_written(void *addr, size_t bytes) {
  * CLEAR_PROBE_EVERY gives back a probe, CLEAR_PROBE_PAGES of the block's pages, and its
  * free measures them: a program whose use of its tables changes is seen to, for at most
  * 16 page faults a probe (whole blocks as probes cost a program touching every page 6%
- * of its time; 1 MiB tables filled, then used sparsely: given back after about 3,000
- * sparse ones). Until a few blocks' worth of pages are measured, every calloc probes.
+ * of its time; with these, 0.62 s against 0.61 s before the choice existed, medians of
+ * 7 interleaved runs; 1 MiB tables filled, then used sparsely: given back after about
+ * 3,000 sparse ones). Until a few blocks' worth of pages are measured, every calloc probes.
  * Blocks below CLEAR_RELEASE_MIN are always written: a system call and a fault cost
  * more than writing 15 pages.
  *
