@@ -14,7 +14,6 @@
 #include "fatal.h"
 #include "free_map.h"
 #include "hardened.h"
-#include "hardened_bytes.h"
 #include "lock.h"
 #include "oom.h"
 #include "options.h"

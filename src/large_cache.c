@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "large_cache.h"
 
-#include <string.h>
-
 #include "arena.h"
 #include "calloc_clear.h"
 #include "config.h"
