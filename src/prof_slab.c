@@ -59,7 +59,7 @@ static void sample_slab_release(arena_t *a, bin_t *bin, extent_t *slab) {
   lock_release(&a->extent_lock);
 }
 
-void *prof_slab_alloc(arena_t *a, unsigned c) {
+COLD_TEXT void *prof_slab_alloc(arena_t *a, unsigned c) {
   tessera_assert(prof_slab_class(c));
   sample_slabs_t *s = slabs_of(a, c);
   if (s == NULL) return NULL;
@@ -85,7 +85,7 @@ void *prof_slab_alloc(arena_t *a, unsigned c) {
   return p;
 }
 
-void prof_slab_free(extent_t *slab, void *p) {
+COLD_TEXT void prof_slab_free(extent_t *slab, void *p) {
   arena_t *a = slab->arena;
   unsigned c = slab->class_id;
   bin_t *bin = &a->bins[c];

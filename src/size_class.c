@@ -120,6 +120,19 @@ static void check_table(void) {
   for (unsigned c = NSTATIC_SMALL; c < NSMALL; c++) tessera_assert(class_infos[c].size == 0);
 }
 
+/* The fewest pages of a slab, exact classes included: what choose_slab ever picks, or
+ * less where slab_sizes asks for it (an exact class's size may fall in any range). */
+static size_t min_slab_pages(void) {
+  size_t min = 4;
+  for (unsigned c = 0; c < NSTATIC_SMALL; c++)
+    if (class_infos[c].slab_pages < min) min = class_infos[c].slab_pages;
+  for (unsigned k = 0; k < opt_slab_nranges; k++)
+    if (opt_slab_ranges[k].pages < min) min = opt_slab_ranges[k].pages;
+  return min < 1 ? 1 : min;
+}
+
+size_t size_class_min_slab_pages;
+
 void size_class_init(void) {
   for (unsigned c = 0; c < NSTATIC_SMALL; c++) {
     class_info_t *ci = &class_infos[c];
@@ -133,6 +146,7 @@ void size_class_init(void) {
     class_of_lookup[i] = (uint8_t)size_to_class_compute(size == 0 ? 1 : size);
   }
   for (unsigned c = 0; c < NSTATIC_SMALL; c++) apply_slab_ranges(&class_infos[c]);
+  size_class_min_slab_pages = min_slab_pages();
   if (config_debug) check_table();
 }
 

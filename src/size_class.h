@@ -45,6 +45,10 @@ extern INTERNAL class_info_t class_infos[NCACHED_MAX];
 /* class_of_lookup[(size + 15) >> 4]: the class of any size up to LOOKUP_MAX. */
 extern INTERNAL uint8_t class_of_lookup[(LOOKUP_MAX >> 4) + 1];
 
+/* The fewest pages any slab has (size_class_init): a free run of fewer pages serves no
+ * request (large blocks are 10 pages or more) until a neighbour's free extends it. */
+extern INTERNAL size_t size_class_min_slab_pages;
+
 /* How many exact classes exist (ids NSTATIC_SMALL on, filled in order; release-stored
  * after the class's facts). */
 extern INTERNAL _Atomic unsigned size_class_nexact;

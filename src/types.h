@@ -163,6 +163,7 @@ typedef struct extent_set {
   extent_heap_t buckets[NPAGE_BUCKETS];
   uint64_t nonempty[(NPAGE_BUCKETS + 63) / 64];
   size_t npages; /* total pages in the set */
+  size_t unusable_pages; /* of those, in extents smaller than any slab (extent.c) */
   extent_list_t lru; /* every extent of the set, oldest first */
 } extent_set_t;
 
