@@ -60,19 +60,23 @@ void *bin_alloc_one(arena_t *a, unsigned c);
 /* Returns region p of slab to its bin; the caller holds the bin's lock and has checked
  * that p starts a region. Aborts if the region is free already ("invalid pointer"). */
 void bin_free_locked(arena_t *a, bin_t *bin, extent_t *slab, void *p);
-/* Marks region p of slab free in the slab's bitmap, magic being its class's
+/* Marks the region of slab at offset bytes from its start (_at), or region p, free in the
+ * slab's bitmap, magic being its class's
  * (class_info_t.magic: a loop over one class keeps it in a register); the slab's free
  * count and its place among its bin's slabs are the caller's. A region found free
  * already aborts ("invalid pointer"): a double free is caught before, at the second
  * free, by the freed-block key (hardened_key.h), so such a block was never handed out
  * (or its key was overwritten after its free). */
-static inline void slab_region_mark_free(extent_t *slab, uint64_t magic, uintptr_t p) {
-  uint32_t idx = magic_quotient(magic, (uint32_t)(p - slab->addr));
-  tessera_assert(idx < slab->nregs && slab->addr + (uintptr_t)idx * class_infos[slab->class_id].size == p);
+static inline void slab_region_mark_free_at(extent_t *slab, uint64_t magic, uint32_t offset) {
+  uint32_t idx = magic_quotient(magic, offset);
+  tessera_assert(idx < slab->nregs && (uintptr_t)idx * class_infos[slab->class_id].size == offset);
   uint64_t bit = (uint64_t)1 << (idx % 64), word = slab->bitmap[idx / 64];
-  if (unlikely(word & bit)) fatal_pointer("free()", "invalid pointer", (void *)p);
+  if (unlikely(word & bit)) fatal_pointer("free()", "invalid pointer", (void *)(slab->addr + offset));
   slab->bitmap[idx / 64] = word | bit;
   if (idx / 64 < slab->first_word) slab->first_word = idx / 64;
+}
+static inline void slab_region_mark_free(extent_t *slab, uint64_t magic, uintptr_t p) {
+  slab_region_mark_free_at(slab, magic, (uint32_t)(p - slab->addr));
 }
 /* Returns to arena a's bin of class c, under one acquisition of its lock, every block of
  * items[0 .. n) whose slab belongs to a and is of class c; the others (another arena's,
