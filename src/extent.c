@@ -272,15 +272,6 @@ static extent_t *free_neighbor(arena_t *a, uintptr_t page_addr, unsigned state) 
   return n;
 }
 
-/*
- * Inserts e into the set of `state`, first merging it with free neighbours of that state.
- * Pages entering the dirty or muzzy stage are noted for their decay. Every page of e
- * maps to nothing, except its first and last when stale_bounds says they still map to
- * the block it was: those are cleared only if the merge leaves them inside the free
- * extent (otherwise they are written once, as its bounds). Likewise a neighbour's bound
- * is cleared only where it ends up inside.
- */
-
 /* Dirty run e (in no set; stale_bounds: as insert_free_bounds) with its released
  * neighbours of unusable size merged in; *merged tells whether any was. */
 static extent_t *absorb_unusable_retained(arena_t *a, extent_t *e, bool stale_bounds, bool *merged) {
@@ -309,6 +300,14 @@ static extent_t *absorb_unusable_retained(arena_t *a, extent_t *e, bool stale_bo
   return e;
 }
 
+/*
+ * Inserts e into the set of `state`, first merging it with free neighbours of that state.
+ * Pages entering the dirty or muzzy stage are noted for their decay. Every page of e
+ * maps to nothing, except its first and last when stale_bounds says they still map to
+ * the block it was: those are cleared only if the merge leaves them inside the free
+ * extent (otherwise they are written once, as its bounds). Likewise a neighbour's bound
+ * is cleared only where it ends up inside.
+ */
 static void insert_free_bounds(arena_t *a, extent_t *e, unsigned state, bool stale_bounds) {
   extent_set_t *set = set_of(a, state);
   e->state = (uint8_t)state;
@@ -1022,13 +1021,6 @@ static bool give_back_bottom(arena_t *a, extent_t *e, size_t pages, unsigned fro
   return true;
 }
 
-/*
- * Moves the oldest pages of state `from` to `to` until `keep_pages` are left (or the
- * deadline has passed). Each pass takes the top of the oldest extent as one piece and
- * hands its pages back in steps, so that a piece writes the page map's bounds once, not
- * once per step: a bound every 8 MiB of a free extent of 512 GiB (a block the program
- * mapped, hardly touched and freed) touched a page-map page each, 256 MiB in all.
- */
 size_t extent_release_unusable(arena_t *a) {
   lock_assert_held(&a->extent_lock);
   size_t released = 0;
@@ -1049,6 +1041,13 @@ size_t extent_release_unusable(arena_t *a) {
   return released;
 }
 
+/*
+ * Moves the oldest pages of state `from` to `to` until `keep_pages` are left (or the
+ * deadline has passed). Each pass takes the top of the oldest extent as one piece and
+ * hands its pages back in steps, so that a piece writes the page map's bounds once, not
+ * once per step: a bound every 8 MiB of a free extent of 512 GiB (a block the program
+ * mapped, hardly touched and freed) touched a page-map page each, 256 MiB in all.
+ */
 size_t extent_move_oldest(arena_t *a, unsigned from, unsigned to, size_t keep_pages, uint64_t deadline_ns) {
   lock_assert_held(&a->extent_lock);
   tessera_assert(from != to && (to == EXTENT_MUZZY || to == EXTENT_RETAINED));
