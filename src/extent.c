@@ -1021,13 +1021,16 @@ static bool give_back_bottom(arena_t *a, extent_t *e, size_t pages, unsigned fro
   return true;
 }
 
-size_t extent_release_unusable(arena_t *a) {
+size_t extent_release_unusable(arena_t *a, uint64_t deadline_ns) {
   lock_assert_held(&a->extent_lock);
   size_t released = 0;
   if (a->dirty.unusable_pages < UNUSABLE_RELEASE_PAGES) return 0;
   for (unsigned b = 0; b < NPAGE_BUCKETS && unusable_run(bucket_size(b)); b++) {
     extent_t *e;
     while ((e = heap_first(&a->dirty.buckets[b])) != NULL) {
+      /* A system call a run: thousands of them would stall the malloc running the pass;
+       * what is left waits for the next pass. */
+      if (deadline_ns != 0 && released > 0 && os_now_ns() >= deadline_ns) return released;
       set_remove(&a->dirty, e);
       clear_bounds(e);
       os_release_pages((void *)e->addr, e->npages * PAGE);

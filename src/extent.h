@@ -88,8 +88,9 @@ bool extent_grow_in_place(arena_t *a, extent_t *e, size_t npages, unsigned code)
  * Returns false (and changes nothing) only if no metadata record could be had. */
 bool extent_shrink_in_place(arena_t *a, extent_t *e, size_t npages, unsigned code);
 /* Gives back (to the retained set) every dirty run too small for any request
- * (size_class_min_slab_pages) once they add up to 1 MiB; returns the pages. */
-size_t extent_release_unusable(arena_t *a);
+ * (size_class_min_slab_pages) once they add up to 1 MiB, until deadline_ns (0: none)
+ * has passed; returns the pages. */
+size_t extent_release_unusable(arena_t *a, uint64_t deadline_ns);
 /* Moves the oldest free extents of state `from` to state `to` (EXTENT_MUZZY: lazily
  * freed with MADV_FREE; EXTENT_RETAINED: released with MADV_DONTNEED) until at most
  * keep_pages remain in `from`, or until deadline_ns (0: none) has passed. Returns the

@@ -101,7 +101,7 @@ size_t purge_decay_locked(arena_t *a, uint64_t now, uint64_t deadline) {
   if (a->dirty.npages > keep) moved += extent_move_oldest(a, EXTENT_DIRTY, next, keep, deadline);
   /* Runs no request can use, whatever the curve allows (extent.c, "Free runs of fewer
    * pages than any slab"); not when the program asked to keep every free page. */
-  if (dirty_ms >= 0) moved += extent_release_unusable(a);
+  if (dirty_ms >= 0) moved += extent_release_unusable(a, deadline);
   a->tick_dirty_keep = keep;
   decay_advance(&a->muzzy_decay, muzzy_ms, now, a->muzzy.npages);
   keep = decay_limit(&a->muzzy_decay);
