@@ -294,11 +294,34 @@ static void scenario_calloc_phases(void) {
 }
 
 /* Runs of fewer pages than any slab, between live blocks, serve no request: decay gives
- * them back whatever its curve allows (src/extent.c). 1000 blocks of 48 KiB shrunk in
- * place to 40 KiB leave 1000 runs of 2 pages (8 MiB) between them. */
+ * them back whatever its curve allows once they add up to 1 MiB (src/extent.c), and not
+ * before (a program making such runs all the time merges them again soon). 64 blocks of
+ * 48 KiB shrunk in place to 40 KiB leave 64 runs of 2 pages (512 KiB): they stay; 1000
+ * leave 8 MiB: they go. */
+static void few_unusable_runs_stay(void) {
+  enum { NFEW = 64 };
+  static void *few[NFEW];
+  purge_all();
+  for (int i = 0; i < NFEW; i++) {
+    few[i] = malloc(48 * 1024);
+    TT_CHECKF(few[i] != NULL, "malloc");
+    memset(few[i], 1, 48 * 1024);
+  }
+  for (int i = 0; i < NFEW; i++) TT_CHECKF(realloc(few[i], 40 * 1024) == few[i], "realloc in place %d", i);
+  free(malloc(2 * MIB)); /* its freed pages count in both figures */
+  size_t before = stats_dirty();
+  for (int i = 0; i < 40; i++) free(malloc(2 * MIB));
+  size_t after = stats_dirty();
+  printf("unusable_runs: 512 KiB of runs: dirty %zu KiB, after decay passes %zu KiB\n", before / 1024, after / 1024);
+  TT_CHECKF(after + 256 * 1024 >= before, "runs below the threshold were given back: %zu -> %zu KiB", before / 1024,
+            after / 1024);
+  for (int i = 0; i < NFEW; i++) free(few[i]);
+}
+
 static void scenario_unusable_runs(void) {
   enum { NRUNS = 1000 };
   static void *live[NRUNS];
+  few_unusable_runs_stay();
   purge_all();
   for (int i = 0; i < NRUNS; i++) {
     live[i] = malloc(48 * 1024);
