@@ -115,7 +115,7 @@ static extent_set_t *set_of(arena_t *a, unsigned state) {
  * peak, 400 runs of 1-3 pages between live blocks, most left by large blocks resized in
  * place. Once they add up to UNUSABLE_RELEASE_PAGES, a decay pass gives them back
  * (extent_release_unusable), and a run freed next to such a released piece takes it in
- * (absorb_unusable_retained): without that, the released piece no longer merged with it,
+ * (insert_free_bounds): without that, the released piece no longer merged with it,
  * and frag's peak grew by 1.8 MiB. The piece's pages count as dirty from then on although
  * they are not resident: decay may hand them back a second time, at the cost of a system
  * call. The threshold spares programs that make such runs all the time and merge them
@@ -272,30 +272,30 @@ static extent_t *free_neighbor(arena_t *a, uintptr_t page_addr, unsigned state) 
   return n;
 }
 
-/* Dirty run e (in no set; stale_bounds: as insert_free_bounds) with its released
- * neighbours of unusable size merged in; *merged tells whether any was. */
-static extent_t *absorb_unusable_retained(arena_t *a, extent_t *e, bool stale_bounds, bool *merged) {
-  extent_t *prev = free_neighbor(a, e->addr - PAGE, EXTENT_RETAINED);
-  if (prev != NULL && unusable_run(prev->npages)) {
-    set_remove(&a->retained, prev);
+/* e (in no set) with its free neighbours of state `from` merged in, only those of fewer
+ * than below_pages pages (SIZE_MAX: any size). *stale_bounds: as insert_free_bounds
+ * says; true once a merge has happened (e's bounds then map to the records merged). */
+static extent_t *merge_neighbors(arena_t *a, extent_t *e, unsigned from, size_t below_pages, bool *stale_bounds) {
+  extent_set_t *set = set_of(a, from);
+  extent_t *prev = free_neighbor(a, e->addr - PAGE, from);
+  if (prev != NULL && prev->npages < below_pages) {
+    set_remove(set, prev);
     if (prev->npages > 1) pagemap_set(last_page(prev), 0); /* its first page stays a bound */
-    if (stale_bounds) pagemap_set(e->addr, 0);
-    a->dirty_decay.added += prev->npages;
+    if (*stale_bounds) pagemap_set(e->addr, 0);
     prev->npages += e->npages;
-    prev->state = EXTENT_DIRTY;
+    prev->state = e->state;
     record_delete(a, e);
     e = prev;
-    *merged = true;
+    *stale_bounds = true;
   }
-  extent_t *next = free_neighbor(a, e->addr + e->npages * PAGE, EXTENT_RETAINED);
-  if (next != NULL && unusable_run(next->npages)) {
-    set_remove(&a->retained, next);
+  extent_t *next = free_neighbor(a, e->addr + e->npages * PAGE, from);
+  if (next != NULL && next->npages < below_pages) {
+    set_remove(set, next);
     if (next->npages > 1) pagemap_set(next->addr, 0); /* its last page stays a bound */
-    if (stale_bounds) pagemap_set(last_page(e), 0);
-    a->dirty_decay.added += next->npages;
+    if (*stale_bounds) pagemap_set(last_page(e), 0);
     e->npages += next->npages;
     record_delete(a, next);
-    *merged = true;
+    *stale_bounds = true;
   }
   return e;
 }
@@ -309,34 +309,18 @@ static extent_t *absorb_unusable_retained(arena_t *a, extent_t *e, bool stale_bo
  * is cleared only where it ends up inside.
  */
 static void insert_free_bounds(arena_t *a, extent_t *e, unsigned state, bool stale_bounds) {
-  extent_set_t *set = set_of(a, state);
   e->state = (uint8_t)state;
-  if (state == EXTENT_DIRTY) a->dirty_decay.added += e->npages;
-  else if (state == EXTENT_MUZZY) a->muzzy_decay.added += e->npages;
   if (state == EXTENT_DIRTY) {
-    bool merged = false;
-    e = absorb_unusable_retained(a, e, stale_bounds, &merged);
-    if (merged) stale_bounds = true; /* e's bounds map to the records merged */
+    /* Released neighbours too small for any slab come back in (above, "Free runs of
+     * fewer pages than any slab"); their pages enter the dirty stage with e's. */
+    e = merge_neighbors(a, e, EXTENT_RETAINED, size_class_min_slab_pages, &stale_bounds);
+    a->dirty_decay.added += e->npages;
+  } else if (state == EXTENT_MUZZY) {
+    a->muzzy_decay.added += e->npages;
   }
-  extent_t *prev = free_neighbor(a, e->addr - PAGE, state);
-  if (prev != NULL) {
-    set_remove(set, prev);
-    if (prev->npages > 1) pagemap_set(last_page(prev), 0); /* its first page stays a bound */
-    if (stale_bounds) pagemap_set(e->addr, 0);
-    prev->npages += e->npages;
-    record_delete(a, e);
-    e = prev;
-  }
-  extent_t *next = free_neighbor(a, e->addr + e->npages * PAGE, state);
-  if (next != NULL) {
-    set_remove(set, next);
-    if (next->npages > 1) pagemap_set(next->addr, 0); /* its last page stays a bound */
-    if (stale_bounds) pagemap_set(last_page(e), 0);
-    e->npages += next->npages;
-    record_delete(a, next);
-  }
+  e = merge_neighbors(a, e, state, SIZE_MAX, &stale_bounds);
   map_free_bounds(e);
-  set_insert(set, e);
+  set_insert(set_of(a, state), e);
   check_free(a, e);
 }
 
@@ -1004,6 +988,16 @@ static size_t hand_back_pages(arena_t *a, const extent_t *e, unsigned to, size_t
   return done;
 }
 
+/* The stats of pages hand_back_pages handed back for state `to`. */
+static void count_handed_back(arena_t *a, unsigned to, size_t pages) {
+  if (to == EXTENT_MUZZY) {
+    a->lazy_freed_pages += pages;
+  } else {
+    a->purged_pages += pages;
+    a->retained_released_pages += pages;
+  }
+}
+
 /* The bottom `pages` pages of e, which a deadline left in state `from`, split off and
  * given back to it (merging with the rest of their extent, which stayed there): false
  * when no record is left to split with. */
@@ -1033,10 +1027,7 @@ size_t extent_release_unusable(arena_t *a, uint64_t deadline_ns) {
       if (deadline_ns != 0 && released > 0 && os_now_ns() >= deadline_ns) return released;
       set_remove(&a->dirty, e);
       clear_bounds(e);
-      os_release_pages((void *)e->addr, e->npages * PAGE);
-      a->nmadvise++;
-      a->purged_pages += e->npages;
-      a->retained_released_pages += e->npages;
+      count_handed_back(a, EXTENT_RETAINED, hand_back_pages(a, e, EXTENT_RETAINED, 0, 0));
       released += e->npages;
       insert_free(a, e, EXTENT_RETAINED);
     }
@@ -1064,12 +1055,7 @@ size_t extent_move_oldest(arena_t *a, unsigned from, unsigned to, size_t keep_pa
     /* Stopped by the deadline: the rest goes back (or, with no record to split with,
      * is handed back too). */
     if (done < e->npages && !give_back_bottom(a, e, e->npages - done, from)) done = hand_back_pages(a, e, to, done, 0);
-    if (to == EXTENT_MUZZY) {
-      a->lazy_freed_pages += done;
-    } else {
-      a->purged_pages += done;
-      a->retained_released_pages += done;
-    }
+    count_handed_back(a, to, done);
     moved += done;
     insert_free(a, e, to);
     if (deadline_ns != 0 && os_now_ns() >= deadline_ns) break;

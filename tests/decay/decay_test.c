@@ -298,40 +298,38 @@ static void scenario_calloc_phases(void) {
  * before (a program making such runs all the time merges them again soon). 64 blocks of
  * 48 KiB shrunk in place to 40 KiB leave 64 runs of 2 pages (512 KiB): they stay; 1000
  * leave 8 MiB: they go. */
-static void few_unusable_runs_stay(void) {
-  enum { NFEW = 64 };
-  static void *few[NFEW];
+/* n blocks of 48 KiB written and shrunk in place to 40 KiB: n runs of 2 pages between
+ * them, after a purge (so that nothing else is dirty but what the caller adds). */
+static void shrunk_blocks(void **shrunk, int n) {
   purge_all();
-  for (int i = 0; i < NFEW; i++) {
-    few[i] = malloc(48 * 1024);
-    TT_CHECKF(few[i] != NULL, "malloc");
-    memset(few[i], 1, 48 * 1024);
+  for (int i = 0; i < n; i++) {
+    shrunk[i] = malloc(48 * 1024);
+    TT_CHECKF(shrunk[i] != NULL, "malloc");
+    memset(shrunk[i], 1, 48 * 1024);
   }
-  for (int i = 0; i < NFEW; i++) TT_CHECKF(realloc(few[i], 40 * 1024) == few[i], "realloc in place %d", i);
-  free(malloc(2 * MIB)); /* its freed pages count in both figures */
-  size_t before = stats_dirty();
+  for (int i = 0; i < n; i++) TT_CHECKF(realloc(shrunk[i], 40 * 1024) == shrunk[i], "realloc in place %d", i);
+}
+
+/* Dirty bytes after 40 decay passes (a 2 MiB block allocated and freed each time). */
+static size_t dirty_after_decay_passes(void) {
   for (int i = 0; i < 40; i++) free(malloc(2 * MIB));
-  size_t after = stats_dirty();
-  printf("unusable_runs: 512 KiB of runs: dirty %zu KiB, after decay passes %zu KiB\n", before / 1024, after / 1024);
-  TT_CHECKF(after + 256 * 1024 >= before, "runs below the threshold were given back: %zu -> %zu KiB", before / 1024,
-            after / 1024);
-  for (int i = 0; i < NFEW; i++) free(few[i]);
+  return stats_dirty();
 }
 
 static void scenario_unusable_runs(void) {
-  enum { NRUNS = 1000 };
+  enum { NFEW = 64, NRUNS = 1000 };
   static void *live[NRUNS];
-  few_unusable_runs_stay();
-  purge_all();
-  for (int i = 0; i < NRUNS; i++) {
-    live[i] = malloc(48 * 1024);
-    TT_CHECKF(live[i] != NULL, "malloc");
-    memset(live[i], 1, 48 * 1024);
-  }
-  for (int i = 0; i < NRUNS; i++) TT_CHECKF(realloc(live[i], 40 * 1024) == live[i], "realloc in place %d", i);
-  size_t before = stats_dirty();
-  for (int i = 0; i < 40; i++) free(malloc(2 * MIB)); /* decay passes */
-  size_t after = stats_dirty();
+  shrunk_blocks(live, NFEW);
+  free(malloc(2 * MIB)); /* its freed pages count in both figures */
+  size_t before = stats_dirty(), after = dirty_after_decay_passes();
+  printf("unusable_runs: 512 KiB of runs: dirty %zu KiB, after decay passes %zu KiB\n", before / 1024, after / 1024);
+  TT_CHECKF(after + 256 * 1024 >= before, "runs below the threshold were given back: %zu -> %zu KiB", before / 1024,
+            after / 1024);
+  for (int i = 0; i < NFEW; i++) free(live[i]);
+
+  shrunk_blocks(live, NRUNS);
+  before = stats_dirty();
+  after = dirty_after_decay_passes();
   printf("unusable_runs: dirty %zu KiB after shrinking, %zu KiB after decay passes\n", before / 1024, after / 1024);
   TT_CHECKF(before >= 7 * MIB, "the shrunk blocks should leave 8 MiB of 2-page runs: %zu KiB", before / 1024);
   TT_CHECKF(after < 3 * MIB, "runs no request can use stayed dirty: %zu KiB", after / 1024);
