@@ -312,7 +312,7 @@ static void shrunk_blocks(void **shrunk, int n) {
 
 /* Dirty bytes after up to `rounds` rounds of a 2 MiB block allocated and freed (each
  * round ticks decay; a pass runs at least every 16 ticks), stopping early once dirty is
- * below `enough`. A pass gives back runs for at most its time budget, a system call a
+ * below `enough` (0: never). A pass gives back runs for at most its time budget, a system call a
  * run: how many rounds the release takes depends on how fast the kernel answers, so
  * the caller bounds rounds, not time. */
 static size_t dirty_after_decay_rounds(int rounds, size_t enough) {
