@@ -23,6 +23,10 @@ typedef struct free_block {
 static lock_t base_lock FORK_LOCK;
 static char *bump, *bump_end;
 SPARSE_ARRAY free_block_t *base_free_lists[BASE_NLISTS + 1];
+/* Whether any block was ever freed: until then no list is read. Reading the lists' page
+ * for nothing would cost a page of memory where the kernel maps no shared zero page
+ * for reads of untouched memory (some virtual machines' kernels do not). */
+static bool any_freed;
 static size_t mapped_bytes;
 static size_t next_chunk = BASE_CHUNK_MIN;
 
@@ -44,7 +48,7 @@ void *base_alloc(size_t size) {
   free_block_t **list = &base_free_lists[size / BASE_GRANULE];
   if (size > BASE_BIG) {
     p = map_counted(align_up(size, PAGE));
-  } else if (*list != NULL) {
+  } else if (any_freed && *list != NULL) {
     p = *list;
     *list = (*list)->next;
     memset(p, 0, size);
@@ -81,6 +85,7 @@ void base_free(void *p, size_t size) {
   }
   lock_acquire(&base_lock);
   free_block_t *b = p;
+  any_freed = true;
   b->next = base_free_lists[size / BASE_GRANULE];
   base_free_lists[size / BASE_GRANULE] = b;
   lock_release(&base_lock);

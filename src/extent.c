@@ -272,32 +272,40 @@ static extent_t *free_neighbor(arena_t *a, uintptr_t page_addr, unsigned state) 
   return n;
 }
 
+/* e with its free neighbour below merged in, if that neighbour is of state `from` and
+ * has fewer than below_pages pages (merge_neighbors says the rest). */
+static extent_t *merge_below(arena_t *a, extent_t *e, unsigned from, size_t below_pages, bool *stale_bounds) {
+  extent_t *prev = free_neighbor(a, e->addr - PAGE, from);
+  if (prev == NULL || prev->npages >= below_pages) return e;
+  set_remove(set_of(a, from), prev);
+  if (prev->npages > 1) pagemap_set(last_page(prev), 0); /* its first page stays a bound */
+  if (*stale_bounds) pagemap_set(e->addr, 0);
+  prev->npages += e->npages;
+  prev->state = e->state;
+  record_delete(a, e);
+  *stale_bounds = true;
+  return prev;
+}
+
+/* The same with its free neighbour above. */
+static extent_t *merge_above(arena_t *a, extent_t *e, unsigned from, size_t below_pages, bool *stale_bounds) {
+  extent_t *next = free_neighbor(a, e->addr + e->npages * PAGE, from);
+  if (next == NULL || next->npages >= below_pages) return e;
+  set_remove(set_of(a, from), next);
+  if (next->npages > 1) pagemap_set(next->addr, 0); /* its last page stays a bound */
+  if (*stale_bounds) pagemap_set(last_page(e), 0);
+  e->npages += next->npages;
+  record_delete(a, next);
+  *stale_bounds = true;
+  return e;
+}
+
 /* e (in no set) with its free neighbours of state `from` merged in, only those of fewer
  * than below_pages pages (SIZE_MAX: any size). *stale_bounds: as insert_free_bounds
  * says; true once a merge has happened (e's bounds then map to the records merged). */
 static extent_t *merge_neighbors(arena_t *a, extent_t *e, unsigned from, size_t below_pages, bool *stale_bounds) {
-  extent_set_t *set = set_of(a, from);
-  extent_t *prev = free_neighbor(a, e->addr - PAGE, from);
-  if (prev != NULL && prev->npages < below_pages) {
-    set_remove(set, prev);
-    if (prev->npages > 1) pagemap_set(last_page(prev), 0); /* its first page stays a bound */
-    if (*stale_bounds) pagemap_set(e->addr, 0);
-    prev->npages += e->npages;
-    prev->state = e->state;
-    record_delete(a, e);
-    e = prev;
-    *stale_bounds = true;
-  }
-  extent_t *next = free_neighbor(a, e->addr + e->npages * PAGE, from);
-  if (next != NULL && next->npages < below_pages) {
-    set_remove(set, next);
-    if (next->npages > 1) pagemap_set(next->addr, 0); /* its last page stays a bound */
-    if (*stale_bounds) pagemap_set(last_page(e), 0);
-    e->npages += next->npages;
-    record_delete(a, next);
-    *stale_bounds = true;
-  }
-  return e;
+  e = merge_below(a, e, from, below_pages, stale_bounds);
+  return merge_above(a, e, from, below_pages, stale_bounds);
 }
 
 /*
@@ -341,24 +349,55 @@ _Atomic size_t extent_mapped_bytes;
 static _Atomic uintptr_t lowest_mapping;
 #define MAP_SKIP ((uintptr_t)2 << 20)
 
-static void *map_below_others(size_t bytes) {
+/* Set once a mapping went anywhere the OS chose while the arenas had mappings already:
+ * from then on a fresh mapping may have one of ours on either side. */
+static _Atomic bool mappings_scattered;
+
+/* Where a fresh mapping may meet free extents of ours, so that inserting it reads the
+ * page-map entries of only those neighbours: an entry read beyond the arenas' memory sits
+ * on a leaf page nothing else touches, and on a kernel that maps no shared zero page for
+ * reads (some virtual machines' kernels) that read alone costs a page of memory. */
+typedef enum { FRESH_ALONE, FRESH_BELOW_OURS, FRESH_ANYWHERE } fresh_place_t;
+
+static void *map_below_others(size_t bytes, fresh_place_t *place) {
   uintptr_t low = atomic_load_explicit(&lowest_mapping, memory_order_relaxed);
   void *p = NULL;
   /* Just below, or a little further down past a page-map leaf or a base chunk. */
   bool occupied = true;
-  for (uintptr_t k = 0; k < 4 && p == NULL && occupied && low > bytes + k * MAP_SKIP; k++)
+  uintptr_t k = 0;
+  for (; k < 4 && p == NULL && occupied && low > bytes + k * MAP_SKIP; k++)
     p = os_map_at((void *)(low - bytes - k * MAP_SKIP), bytes, &occupied);
+  /* Nothing of ours lies below the lowest mapping; only one placed right below it
+   * touches one of ours, above. */
+  *place = p != NULL && (uintptr_t)p + bytes == low ? FRESH_BELOW_OURS : FRESH_ALONE;
   /* Anywhere, when no place below was free, or when placing was refused: some
    * environments refuse fixed placements outright (valgrind's address-space manager
    * does) while mapping anywhere still works. */
-  if (p == NULL) p = os_map(bytes);
-  if (p == NULL) return NULL;
+  if (p == NULL) {
+    p = os_map(bytes);
+    if (p == NULL) return NULL;
+    if (low != 0) atomic_store_explicit(&mappings_scattered, true, memory_order_relaxed);
+  }
+  if (atomic_load_explicit(&mappings_scattered, memory_order_relaxed)) *place = FRESH_ANYWHERE;
   while ((uintptr_t)p < low || low == 0) {
     if (atomic_compare_exchange_weak_explicit(&lowest_mapping, &low, (uintptr_t)p, memory_order_relaxed,
                                               memory_order_relaxed))
       break;
   }
   return p;
+}
+
+/* Inserts a fresh mapping into the retained set, merged with a neighbour only where
+ * map_below_others says one of ours may lie. */
+static void insert_fresh(arena_t *a, extent_t *e, fresh_place_t place) {
+  if (place == FRESH_ANYWHERE) {
+    insert_free(a, e, EXTENT_RETAINED);
+    return;
+  }
+  bool stale_bounds = false;
+  e->state = EXTENT_RETAINED;
+  if (place == FRESH_BELOW_OURS) e = merge_above(a, e, EXTENT_RETAINED, SIZE_MAX, &stale_bounds);
+  insert_remainder(a, e, EXTENT_RETAINED);
 }
 
 static bool over_limit(size_t pages) {
@@ -408,13 +447,14 @@ static bool grow(arena_t *a, size_t min_pages) {
   if (over_limit(pages)) pages = min_pages;
   if (over_limit(pages)) extent_trim(a);
   if (over_limit(pages)) return false;
-  void *p = map_below_others(pages * PAGE);
+  fresh_place_t place;
+  void *p = map_below_others(pages * PAGE, &place);
   bool refused = p == NULL;
   while (p == NULL && pages > min_pages) {
     pages = pages / 2 > min_pages ? pages / 2 : min_pages;
-    p = map_below_others(pages * PAGE);
+    p = map_below_others(pages * PAGE, &place);
   }
-  if (p == NULL && extent_trim(a) > 0) p = map_below_others(pages * PAGE);
+  if (p == NULL && extent_trim(a) > 0) p = map_below_others(pages * PAGE, &place);
   /* After a refusal the next mappings are no bigger than the last size tried (the one
    * the OS granted, or the smallest it refused: under an address-space limit, big
    * mappings would leave no room for the metadata the next ones need). Only ever
@@ -443,7 +483,7 @@ static bool grow(arena_t *a, size_t min_pages) {
   os_set_huge_pages(p, pages * PAGE, (int)opt_thp);
   e->addr = (uintptr_t)p;
   e->npages = pages;
-  insert_free(a, e, EXTENT_RETAINED); /* fresh pages read as zero, like released ones */
+  insert_fresh(a, e, place); /* fresh pages read as zero, like released ones: retained */
   return true;
 }
 
