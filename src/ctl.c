@@ -49,23 +49,66 @@ typedef int ctl_write_fn(const ctl_node_t *n, const size_t *idx, const void *in)
 typedef int ctl_call_fn(const ctl_node_t *n, const size_t *idx, void *oldp, size_t *oldlenp, void *newp,
                         size_t newlen);
 
+/* What the tree's nodes name instead of pointers (the tables after the functions map
+ * them to functions and child arrays): a pointer in static data is written by the dynamic
+ * loader when the library loads (a relocation), and every page of such tables then
+ * becomes a private copy in every process, whether it calls mallctl or not; tables of
+ * numbers and inline names stay in the library's file, unread until the first call. */
+#define CTL_READERS(X)                                                                                  \
+  X(read_arena_decay_ms) X(read_arena_dss) X(read_arena_initialized) X(read_arena_retained)           \
+  X(read_arena_stat) X(read_arenas_create) X(read_arenas_decay_ms) X(read_base_lock) X(read_bin_info) \
+  X(read_bin_stat) X(read_config_malloc_conf) X(read_constant_bool) X(read_constant_size)             \
+  X(read_constant_u32) X(read_constant_unsigned) X(read_epoch) X(read_free_map) X(read_lextent_size)  \
+  X(read_lextent_stat) X(read_narenas) X(read_nbins) X(read_nhbins) X(read_nthreads_peak)             \
+  X(read_opt_retain) X(read_option) X(read_prof_lg_sample) X(read_stats_muzzy) X(read_switch)         \
+  X(read_tcache_create) X(read_tcache_enabled) X(read_tcache_max) X(read_thread_arena)                \
+  X(read_thread_counter) X(read_thread_counter_pointer) X(read_total) X(read_version)
+#define CTL_WRITERS(X)                                                                                  \
+  X(do_arena_decay) X(do_arena_purge) X(do_tcache_flush) X(write_arena_decay_ms) X(write_arena_dss)  \
+  X(write_arenas_decay_ms) X(write_epoch) X(write_prof_dump) X(write_prof_reset) X(write_switch)     \
+  X(write_tcache_enabled) X(write_tcache_flush) X(write_thread_arena)
+#define CTL_CALLS(X) X(call_arenas_lookup)
+#define CTL_INDEX_CHECKS(X) X(arena_or_legacy_index_ok) X(bin_index_ok) X(lextent_index_ok)
+#define CTL_TABLES(X)                                                                                   \
+  X(bin_lock_nodes) X(extent_lock_nodes) X(base_lock_nodes) X(stats_bin_nodes) X(stats_bin_index)    \
+  X(stats_lextent_nodes) X(stats_lextent_index) X(stats_small_nodes) X(stats_large_nodes)             \
+  X(stats_arena_mutex_nodes) X(stats_arena_nodes) X(stats_arena_index) X(stats_mutex_nodes)           \
+  X(stats_nodes) X(arena_nodes) X(arena_index) X(arenas_bin_nodes) X(arenas_bin_index)               \
+  X(arenas_lextent_nodes) X(arenas_lextent_index) X(arenas_nodes) X(thread_tcache_nodes)              \
+  X(thread_nodes) X(config_nodes) X(tcache_nodes) X(prof_nodes) X(root_nodes)
+
+/* Number 0 is "none" in each list. */
+#define CTL_ENUM(prefix, f) prefix##f,
+#define AS_READER(f) CTL_ENUM(R_, f)
+#define AS_WRITER(f) CTL_ENUM(W_, f)
+#define AS_CALL(f) CTL_ENUM(C_, f)
+#define AS_INDEX_CHECK(f) CTL_ENUM(I_, f)
+#define AS_TABLE(f) CTL_ENUM(T_, f)
+enum { R_NULL, CTL_READERS(AS_READER) };
+enum { W_NULL, CTL_WRITERS(AS_WRITER) };
+enum { C_NULL, CTL_CALLS(AS_CALL) };
+enum { I_NULL, CTL_INDEX_CHECKS(AS_INDEX_CHECK) };
+enum { T_NULL, CTL_TABLES(AS_TABLE) };
+
+#define CTL_NAME_MAX 32
+
 struct ctl_node {
-  const char *name; /* for an indexed node: its placeholder, "<i>" or "<j>" */
+  char name[CTL_NAME_MAX]; /* for an indexed node: its placeholder, "<i>" or "<j>"; "" ends an array */
   ctl_kind_t kind;
-  const ctl_node_t *children; /* NAMED: array ending with {0}; INDEXED: the one child */
-  bool (*index_ok)(size_t i); /* INDEXED */
-  ctl_type_t type;            /* LEAF */
-  ctl_read_fn *read;          /* LEAF; NULL for actions */
-  ctl_write_fn *write;        /* LEAF; NULL for read-only values */
-  size_t offset;              /* LEAF: where read_locked finds the value in its record */
-  size_t param;               /* LEAF: what its functions are told: a constant's value, an
-                                 option's index, or which of two values (0 or 1) */
-  bool read_after_write;      /* LEAF: old value = the value after the write (epoch) */
-  bool write_bare;            /* LEAF: a call with no value at all writes NULL (prof.dump) */
-  ctl_call_fn *call;          /* LEAF: does the whole call instead of read and write */
+  uint8_t children;  /* T_*: NAMED, the array of children; INDEXED, the one child's */
+  uint8_t index_ok;  /* I_*: INDEXED, which indices exist */
+  uint8_t read;      /* R_*: LEAF; none for actions */
+  uint8_t write;     /* W_*: LEAF; none for read-only values */
+  uint8_t call;      /* C_*: LEAF, does the whole call instead of read and write */
+  bool read_after_write; /* LEAF: old value = the value after the write (epoch) */
+  bool write_bare;   /* LEAF: a call with no value at all writes NULL (prof.dump) */
+  ctl_type_t type;   /* LEAF */
   /* LEAF: the type a value had before it took jemalloc's: a read passing that size
    * still gets the old type, so that readers written for it keep working */
   ctl_type_t own_type;
+  size_t offset; /* LEAF: where read_locked finds the value in its record */
+  size_t param;  /* LEAF: what its functions are told: a constant's value, an option's
+                    index, or which of two values (0 or 1) */
 };
 
 static size_t type_size(ctl_type_t t) {
@@ -511,12 +554,12 @@ static bool lextent_index_ok(size_t i) { return i < NLARGE_CLASSES; }
 
 /* LEAF: a value at offset in a snapshot record; PARAM_LEAF: one whose functions are
  * given param. */
-#define LEAF(nm, t, rd, wr, off) {nm, NODE_LEAF, NULL, NULL, t, rd, wr, off, 0, false, false, NULL, CTL_VOID}
-#define PARAM_LEAF(nm, t, rd, wr, prm) {nm, NODE_LEAF, NULL, NULL, t, rd, wr, 0, prm, false, false, NULL, CTL_VOID}
-#define ACTION(nm, fn) {nm, NODE_LEAF, NULL, NULL, CTL_VOID, NULL, fn, 0, 0, false, false, NULL, CTL_VOID}
-#define NAMED(nm, kids) {nm, NODE_NAMED, kids, NULL, CTL_VOID, NULL, NULL, 0, 0, false, false, NULL, CTL_VOID}
-#define INDEXED(nm, kid, ok) {nm, NODE_INDEXED, kid, ok, CTL_VOID, NULL, NULL, 0, 0, false, false, NULL, CTL_VOID}
-#define END {NULL, NODE_LEAF, NULL, NULL, CTL_VOID, NULL, NULL, 0, 0, false, false, NULL, CTL_VOID}
+#define LEAF(nm, t, rd, wr, off) {.name = nm, .kind = NODE_LEAF, .type = t, .read = R_##rd, .write = W_##wr, .offset = off}
+#define PARAM_LEAF(nm, t, rd, wr, prm) {.name = nm, .kind = NODE_LEAF, .type = t, .read = R_##rd, .write = W_##wr, .param = prm}
+#define ACTION(nm, fn) {.name = nm, .kind = NODE_LEAF, .type = CTL_VOID, .write = W_##fn}
+#define NAMED(nm, kids) {.name = nm, .kind = NODE_NAMED, .children = T_##kids}
+#define INDEXED(nm, kid, ok) {.name = nm, .kind = NODE_INDEXED, .children = T_##kid, .index_ok = I_##ok}
+#define END {.name = "", .kind = NODE_LEAF}
 
 #define TOTAL(nm, field) LEAF(nm, CTL_SIZE, read_total, NULL, offsetof(tessera_counters, field))
 #define ASTAT(nm, t, field) LEAF(nm, t, read_arena_stat, NULL, offsetof(arena_stats_t, field))
@@ -627,8 +670,7 @@ static const ctl_node_t arenas_nodes[] = {
     NAMED("bin", arenas_bin_index),
     PARAM_LEAF("nlextents", CTL_UNSIGNED, read_constant_unsigned, NULL, NLARGE_CLASSES),
     NAMED("lextent", arenas_lextent_index),
-    {"lookup", NODE_LEAF, NULL, NULL, CTL_UNSIGNED_OF_POINTER, NULL, NULL, 0, 0, false, false, call_arenas_lookup,
-     CTL_VOID},
+    {.name = "lookup", .kind = NODE_LEAF, .type = CTL_UNSIGNED_OF_POINTER, .call = C_call_arenas_lookup},
     END};
 
 static const ctl_node_t thread_tcache_nodes[] = {
@@ -695,9 +737,9 @@ static int read_prof_lg_sample(const ctl_node_t *n, const size_t *idx, void *out
 }
 
 static const ctl_node_t prof_nodes[] = {
-    {"dump", NODE_LEAF, NULL, NULL, CTL_STRING, NULL, write_prof_dump, 0, 0, false, true, NULL, CTL_VOID},
+    {.name = "dump", .kind = NODE_LEAF, .type = CTL_STRING, .write = W_write_prof_dump, .write_bare = true},
     PARAM_LEAF("active", CTL_BOOL, read_switch, write_switch, SWITCH_PROF_ACTIVE),
-    {"reset", NODE_LEAF, NULL, NULL, CTL_SIZE, NULL, write_prof_reset, 0, 0, false, true, NULL, CTL_VOID},
+    {.name = "reset", .kind = NODE_LEAF, .type = CTL_SIZE, .write = W_write_prof_reset, .write_bare = true},
     LEAF("lg_sample", CTL_SIZE, read_prof_lg_sample, NULL, 0),
     END};
 
@@ -706,8 +748,9 @@ static const ctl_node_t root_nodes[] = {
     PARAM_LEAF("background_thread", CTL_BOOL, read_switch, write_switch, SWITCH_BACKGROUND_THREAD),
     NAMED("config", config_nodes),
     NAMED("tcache", tcache_nodes),
-    {"epoch", NODE_LEAF, NULL, NULL, CTL_U64, read_epoch, write_epoch, 0, 0, true, false, NULL, CTL_VOID},
-    {"opt", NODE_OPTIONS, NULL, NULL, CTL_VOID, NULL, NULL, 0, 0, false, false, NULL, CTL_VOID},
+    {.name = "epoch", .kind = NODE_LEAF, .type = CTL_U64, .read = R_read_epoch, .write = W_write_epoch,
+     .read_after_write = true},
+    {.name = "opt", .kind = NODE_OPTIONS},
     NAMED("stats", stats_nodes),
     NAMED("arenas", arenas_nodes),
     NAMED("arena", arena_index),
@@ -782,24 +825,37 @@ static const ctl_node_t *option_node(unsigned k, ctl_node_t *scratch) {
   if (k >= option_count) return &opt_jemalloc_nodes[k - option_count];
   const option_def_t *d = &option_table[k];
   ctl_type_t type = option_ctl_type(d), own = option_own_type(d);
-  ctl_node_t n = PARAM_LEAF(d->name, type, read_option, NULL, k);
+  ctl_node_t n = PARAM_LEAF("", type, read_option, NULL, k);
+  tessera_assert(strlen(d->name) < sizeof(n.name));
+  strncpy(n.name, d->name, sizeof(n.name) - 1);
   if (own != type) n.own_type = own;
   *scratch = n;
   return scratch;
 }
 
+/* ---- the numbers in the nodes ---- */
+
+#define AS_POINTER(f) f,
+static ctl_read_fn *const ctl_readers[] = {NULL, CTL_READERS(AS_POINTER)};
+static ctl_write_fn *const ctl_writers[] = {NULL, CTL_WRITERS(AS_POINTER)};
+static ctl_call_fn *const ctl_calls[] = {NULL, CTL_CALLS(AS_POINTER)};
+static bool (*const ctl_index_checks[])(size_t i) = {NULL, CTL_INDEX_CHECKS(AS_POINTER)};
+static const ctl_node_t *const ctl_tables[] = {NULL, CTL_TABLES(AS_POINTER)};
+
+static const ctl_node_t *children_of(const ctl_node_t *n) { return ctl_tables[n->children]; }
+
 /* ---- lookup ---- */
 
 /* Whether n's only child is an indexed one (arena -> <i>). */
 static bool has_index_child(const ctl_node_t *n) {
-  return (n->kind == NODE_NAMED || n->kind == NODE_INDEXED) && n->children[0].kind == NODE_INDEXED;
+  return (n->kind == NODE_NAMED || n->kind == NODE_INDEXED) && children_of(n)[0].kind == NODE_INDEXED;
 }
 
 static unsigned count_children(const ctl_node_t *n) {
   if (n->kind == NODE_OPTIONS) return option_count + (unsigned)OPT_JEMALLOC_COUNT;
   if (n->kind == NODE_LEAF) return 0;
   unsigned k = 0;
-  while (n->children[k].name != NULL) k++;
+  while (children_of(n)[k].name[0] != '\0') k++;
   return k;
 }
 
@@ -821,13 +877,13 @@ static bool step(walk_t *w, size_t c) {
     return true;
   }
   if (has_index_child(n)) {
-    if (w->nidx == CTL_MAX_INDICES || !n->children[0].index_ok(c)) return false;
+    if (w->nidx == CTL_MAX_INDICES || !ctl_index_checks[children_of(n)[0].index_ok](c)) return false;
     w->idx[w->nidx++] = c;
-    w->node = &n->children[0];
+    w->node = &children_of(n)[0];
     return true;
   }
   if (c >= count_children(n)) return false;
-  w->node = &n->children[c];
+  w->node = &children_of(n)[c];
   return true;
 }
 
@@ -849,7 +905,7 @@ static bool component(const ctl_node_t *n, const char *s, size_t len, size_t *ou
   unsigned count = count_children(n);
   for (unsigned k = 0; k < count; k++) {
     ctl_node_t scratch;
-    const char *name = n->kind == NODE_OPTIONS ? option_node(k, &scratch)->name : n->children[k].name;
+    const char *name = n->kind == NODE_OPTIONS ? option_node(k, &scratch)->name : children_of(n)[k].name;
     if (strlen(name) == len && memcmp(name, s, len) == 0) {
       *out = k;
       return true;
@@ -893,7 +949,7 @@ static int walk_mib(const size_t *mib, size_t miblen, walk_t *w) {
 
 static int call_action(const walk_t *w, void *oldp, size_t *oldlenp, void *newp, size_t newlen) {
   if (oldp != NULL || oldlenp != NULL || newp != NULL || newlen != 0) return EPERM;
-  return w->node->write(w->node, w->idx, NULL);
+  return ctl_writers[w->node->write](w->node, w->idx, NULL);
 }
 
 /* Copies value (size bytes) to oldp as jemalloc does: a size mismatch copies what fits
@@ -912,7 +968,7 @@ static int copy_out(const void *value, size_t size, void *oldp, size_t *oldlenp)
 
 static int call_leaf(const walk_t *w, void *oldp, size_t *oldlenp, void *newp, size_t newlen) {
   const ctl_node_t *n = w->node;
-  if (n->call != NULL) return n->call(n, w->idx, oldp, oldlenp, newp, newlen);
+  if (n->call != C_NULL) return ctl_calls[n->call](n, w->idx, oldp, oldlenp, newp, newlen);
   if (n->type == CTL_VOID) return call_action(w, oldp, oldlenp, newp, newlen);
   size_t size = type_size(n->type);
   bool writing = newp != NULL || newlen != 0;
@@ -926,12 +982,14 @@ static int call_leaf(const walk_t *w, void *oldp, size_t *oldlenp, void *newp, s
   }
   unsigned char value[sizeof(uint64_t)];
   int err;
-  if (writing && n->write == NULL) return EPERM;
-  if (!writing && !reading && n->write_bare) return n->write(n, w->idx, NULL);
+  if (writing && n->write == W_NULL) return EPERM;
+  if (!writing && !reading && n->write_bare) return ctl_writers[n->write](n, w->idx, NULL);
   if (writing && (newp == NULL || newlen != size)) return EINVAL;
-  if (reading && n->read != NULL && !n->read_after_write && (err = n->read(n, w->idx, value)) != 0) return err;
-  if (writing && (err = n->write(n, w->idx, newp)) != 0) return err;
-  if (reading && n->read != NULL && n->read_after_write && (err = n->read(n, w->idx, value)) != 0) return err;
+  if (reading && n->read != R_NULL && !n->read_after_write && (err = ctl_readers[n->read](n, w->idx, value)) != 0)
+    return err;
+  if (writing && (err = ctl_writers[n->write](n, w->idx, newp)) != 0) return err;
+  if (reading && n->read != R_NULL && n->read_after_write && (err = ctl_readers[n->read](n, w->idx, value)) != 0)
+    return err;
   return reading ? copy_out(value, size, oldp, oldlenp) : 0;
 }
 
@@ -972,17 +1030,17 @@ static void visit_child(const ctl_node_t *child, char *path, size_t len, ctl_nam
 
 static void visit(const ctl_node_t *n, char *path, size_t len, ctl_name_fn *f, void *arg) {
   if (n->kind == NODE_LEAF) {
-    f(path, n->type, (n->write != NULL || n->call != NULL) && n->type != CTL_VOID, arg);
+    f(path, n->type, (n->write != W_NULL || n->call != C_NULL) && n->type != CTL_VOID, arg);
     return;
   }
   if (has_index_child(n)) {
-    visit_child(&n->children[0], path, len, f, arg);
+    visit_child(&children_of(n)[0], path, len, f, arg);
     return;
   }
   unsigned count = count_children(n);
   for (unsigned k = 0; k < count; k++) {
     ctl_node_t opt;
-    visit_child(n->kind == NODE_OPTIONS ? option_node(k, &opt) : &n->children[k], path, len, f, arg);
+    visit_child(n->kind == NODE_OPTIONS ? option_node(k, &opt) : &children_of(n)[k], path, len, f, arg);
   }
 }
 

@@ -69,114 +69,15 @@ static bool valid_slab_sizes(const char *v, size_t len);
 static bool valid_thread_names(const char *v, size_t len);
 static bool valid_path_prefix(const char *v, size_t len);
 
-#define BOOL_OPTION(name, var, doc) {name, OPTION_BOOL, &var, 0, 1, doc, NULL, NULL, NULL}
-#define NUM_OPTION(name, type, var, lo, hi, doc) {name, type, &var, lo, hi, doc, NULL, NULL, NULL}
+/* The descriptions stay out of the table (options_doc.c). */
+#define BOOL_OPTION(name, var, doc) {name, OPTION_BOOL, &var, 0, 1, NULL, NULL, NULL},
+#define NUM_OPTION(name, type, var, lo, hi, doc) {name, type, &var, lo, hi, NULL, NULL, NULL},
 #define STRING_OPTION(name, var, doc, accepted, valid) \
-  {name, OPTION_STRING, var, 0, sizeof(var) - 1, doc, accepted, valid, NULL}
-#define ENUM_OPTION(name, var, doc, names) {name, OPTION_ENUM, &var, 0, 0, doc, NULL, NULL, names}
+  {name, OPTION_STRING, var, 0, sizeof(var) - 1, accepted, valid, NULL},
+#define ENUM_OPTION(name, var, doc, names) {name, OPTION_ENUM, &var, 0, 0, NULL, NULL, names},
 
 const option_def_t option_table[] = {
-    BOOL_OPTION("abort_conf", opt_abort_conf,
-                "Abort on a bad option instead of warning and keeping the default."),
-    NUM_OPTION("narenas", OPTION_UNSIGNED, opt_narenas, 0, MAX_ARENAS,
-               "Number of arenas; 0 means one per CPU the process may run on."),
-    BOOL_OPTION("tcache", opt_tcache, "Per-thread caches of free blocks."),
-    BOOL_OPTION("free_map", opt_free_map,
-                "Reserve 32 GiB of address space (no memory) for free's one-load page lookup. "
-                "Off, every free finds its block through the page map (slower); off by itself "
-                "under an RLIMIT_AS limit."),
-    NUM_OPTION("tcache_max", OPTION_SIZE, opt_tcache_max, 0, TCACHE_MAX_LIMIT,
-               "Largest block size kept in thread caches, in bytes."),
-    NUM_OPTION("tcache_large_max", OPTION_SIZE, opt_tcache_large_max, 0, LARGE_CACHE_MAX,
-               "Largest block above 32 KiB a thread keeps for reuse when it frees it, in bytes (a thread "
-               "holds at most 1 MiB of them; 0: none)."),
-    NUM_OPTION("tcache_nslots_small_min", OPTION_UNSIGNED, opt_tcache_nslots_small_min, 1, 4096,
-               "Fewest blocks a small-class thread-cache bin starts with (a bin starts with at most 16 KiB "
-               "of blocks, and at least 4 blocks, whatever this says)."),
-    NUM_OPTION("tcache_nslots_small_max", OPTION_UNSIGNED, opt_tcache_nslots_small_max, 1, 4096,
-               "Most blocks a small-class thread-cache bin starts with (a bin a batch overflows round "
-               "after round grows past it, up to 2048 blocks and 1 MiB)."),
-    NUM_OPTION("lg_tcache_nslots_mul", OPTION_UNSIGNED, opt_lg_tcache_nslots_mul, 0, 8,
-               "A small bin holds (regions per slab) << this, before clamping."),
-    BOOL_OPTION("exact_classes", opt_exact_classes,
-                "Make up to 8 size classes at run time, each for one exact size (rounded to 16 bytes) that "
-                "most requests of a class above 128 bytes ask for while wasting at least 5% of it "
-                "(never with hardened:true)."),
-    BOOL_OPTION("lending", opt_lending,
-                "A class that needs a new slab first takes the free regions of a larger class of its "
-                "arena whose slabs are sparse (at most 4x the size; never with hardened:true)."),
-    STRING_OPTION("slab_sizes", opt_slab_sizes,
-                  "Slab size in pages for the small classes in a size range, e.g. 1-4096:17|128-128:2 "
-                  "(clamped to what a slab can hold).",
-                  "lo-hi:pages ranges separated by |, 1 <= lo <= hi, pages >= 1, 255 characters at most", valid_slab_sizes),
-    NUM_OPTION("dirty_decay_ms", OPTION_SSIZE, opt_dirty_decay_ms, -1, 3600000,
-               "Time (ms) over which unused dirty pages are released to the OS; -1 never, 0 at once."),
-    NUM_OPTION("muzzy_decay_ms", OPTION_SSIZE, opt_muzzy_decay_ms, -1, 3600000,
-               "Time (ms) pages stay lazily freed (MADV_FREE) before release; 0 skips that stage."),
-    ENUM_OPTION("arena_select", opt_arena_select,
-                "How threads spread over arenas: cpu (round-robin, then by CPU, moving away from contention) or least_loaded.",
-                arena_select_names),
-    BOOL_OPTION("background_thread", opt_background_thread,
-                "A background thread that releases unused memory while the program is idle."),
-    NUM_OPTION("background_thread_auto", OPTION_SIZE, opt_background_thread_auto, 0, (1ull << 40),
-               "Start the background thread anyway once an arena holds this many unused bytes (0: never)."),
-    ENUM_OPTION("thp", opt_thp,
-                "Transparent huge pages for arena memory: default (the system's setting), always, never.",
-                thp_names),
-    BOOL_OPTION("junk", opt_junk,
-                "Fill new blocks with 0xa5 and freed blocks with 0x5a (debugging; bypasses the thread cache)."),
-    BOOL_OPTION("zero", opt_zero, "Zero every new block (debugging; bypasses the thread cache)."),
-    BOOL_OPTION("hardened", opt_hardened,
-                "Hardened mode (docs/hardening.md): canaries after blocks checked at free, guard pages "
-                "after large blocks, freed blocks zeroed and checked when reused, a quarantine, random "
-                "slots; bypasses the thread cache."),
-    NUM_OPTION("hardened_quarantine", OPTION_SIZE, opt_hardened_quarantine, 0, (1ull << 40),
-               "With hardened:true, bytes of freed blocks held back from reuse (first in, first out); "
-               "0: none."),
-    BOOL_OPTION("stats_print", opt_stats_print, "Print statistics to stderr at exit."),
-    STRING_OPTION("stats_print_opts", opt_stats_print_opts,
-                  "Letters for the exit statistics: J for JSON; leave out g general, m merged arenas, "
-                  "a each arena, b bins, l large, x locks, t thread caches, T threads by name (d, e, h: accepted, no effect).",
-                  "letters from JgmablxtTdeh", valid_stats_opts),
-    STRING_OPTION("stats_prefix", opt_stats_prefix,
-                  "With stats_print: write the exit statistics to <prefix>.<pid>.json (J) or .txt "
-                  "instead of stderr; empty: stderr.",
-                  "a file path prefix (no comma), 200 characters at most", valid_path_prefix),
-    STRING_OPTION("arena_exclusive", opt_arena_exclusive,
-                  "Threads with these names (PR_SET_NAME) get an arena of their own, e.g. net-0|net-1; "
-                  "the name is looked at when the thread first allocates and at its next few cache refills.",
-                  "thread names of 1-15 characters (no comma or colon) separated by |", valid_thread_names),
-    ENUM_OPTION("percpu_arena", opt_percpu_arena,
-                "jemalloc's per-CPU arenas: only disabled (arena_select spreads threads by CPU).",
-                percpu_arena_names),
-    NUM_OPTION("reserve", OPTION_SIZE, opt_reserve, 0, (1ull << 40),
-               "Bytes kept mapped and given up when memory runs out, so the OOM callback and the retry can succeed (0: none)."),
-    NUM_OPTION("limit", OPTION_SIZE, opt_limit, 0, (1ull << 48),
-               "Soft limit on the memory tessera maps: past it, purge, call the OOM callback, then fail with ENOMEM (0: none)."),
-    BOOL_OPTION("prof", opt_prof,
-                "Heap profiling: sample allocations by bytes and remember their call stacks "
-                "(docs/profiling.md). Off, it costs nothing."),
-    BOOL_OPTION("prof_active", opt_prof_active,
-                "With prof: sample from the start (prof.active turns sampling on and off)."),
-    NUM_OPTION("lg_prof_sample", OPTION_UNSIGNED, opt_lg_prof_sample, 0, 40,
-               "Mean sample interval 2^N bytes (19: one sample per 512 KiB allocated on average)."),
-    STRING_OPTION("prof_prefix", opt_prof_prefix,
-                  "Profile files are <prefix>.<pid>.<seq>.<trigger>.heap and .pb.gz, <prefix>.<pid>.summary.txt "
-                  "and <prefix>.<pid>.leak.txt.",
-                  "a file path prefix (no comma), 200 characters at most", valid_path_prefix),
-    BOOL_OPTION("prof_final", opt_prof_final, "With prof: dump a profile at exit."),
-    BOOL_OPTION("prof_gdump", opt_prof_gdump,
-                "With prof: dump a profile at each new peak of allocated bytes (checked at each sample)."),
-    NUM_OPTION("lg_prof_interval", OPTION_SSIZE, opt_lg_prof_interval, -1, 62,
-               "With prof: dump a profile every 2^N bytes allocated (counted at samples); -1 never."),
-    BOOL_OPTION("prof_leak", opt_prof_leak,
-                "With prof: at exit, report the sampled blocks still allocated, largest sites first, "
-                "to stderr and <prof_prefix>.<pid>.leak.txt."),
-    NUM_OPTION("timeline_ms", OPTION_SIZE, opt_timeline_ms, 0, 3600000,
-               "Write the memory counters to <timeline_prefix>.<pid>.timeline.jsonl every N ms; 0 never."),
-    STRING_OPTION("timeline_prefix", opt_timeline_prefix,
-                  "The timeline file's prefix (timeline_ms).",
-                  "a file path prefix (no comma), 200 characters at most", valid_path_prefix),
+#include "options_table.def"
 };
 const unsigned option_count = sizeof(option_table) / sizeof(option_table[0]);
 _Static_assert(sizeof(option_table) / sizeof(option_table[0]) <= OPTION_MAX, "raise OPTION_MAX");

@@ -92,7 +92,6 @@ typedef struct option_def {
   option_type_t type;
   void *value;
   long long min, max; /* numbers: the accepted range; strings: max = capacity */
-  const char *doc;
   /* Strings: what a value must look like (for messages and the docs), and the check
    * that enforces it (both optional). */
   const char *accepted;
@@ -104,6 +103,8 @@ extern const option_def_t option_table[];
 extern const unsigned option_count;
 #define OPTION_MAX 64 /* room in the defaults table; a static assert keeps the table below */
 
+/* Option d's one-line description (for the docs). */
+const char *option_doc(const option_def_t *d);
 /* The text of option d's compiled-in default (captured before any source is read). */
 const char *option_default(const option_def_t *d);
 /* The table entry named name, or NULL. */

@@ -66,7 +66,7 @@ static size_t generate(char *out, size_t cap) {
     option_accepted(d, accepted, sizeof(accepted));
     const char *def = option_default(d);
     OUT("| `%s` | %s | `%s` | %s | %s |\n", d->name, type_name(d->type), def[0] ? def : "\"\"",
-        cell(accepted, acc_cell, sizeof(acc_cell)), cell(d->doc, doc_cell, sizeof(doc_cell)));
+        cell(accepted, acc_cell, sizeof(acc_cell)), cell(option_doc(d), doc_cell, sizeof(doc_cell)));
   }
 #undef OUT
   return n;
