@@ -78,12 +78,11 @@ typedef int ctl_call_fn(const ctl_node_t *n, const size_t *idx, void *oldp, size
   X(thread_nodes) X(config_nodes) X(tcache_nodes) X(prof_nodes) X(root_nodes)
 
 /* Number 0 is "none" in each list. */
-#define CTL_ENUM(prefix, f) prefix##f,
-#define AS_READER(f) CTL_ENUM(R_, f)
-#define AS_WRITER(f) CTL_ENUM(W_, f)
-#define AS_CALL(f) CTL_ENUM(C_, f)
-#define AS_INDEX_CHECK(f) CTL_ENUM(I_, f)
-#define AS_TABLE(f) CTL_ENUM(T_, f)
+#define AS_READER(f) R_##f,
+#define AS_WRITER(f) W_##f,
+#define AS_CALL(f) C_##f,
+#define AS_INDEX_CHECK(f) I_##f,
+#define AS_TABLE(f) T_##f,
 enum { R_NULL, CTL_READERS(AS_READER) };
 enum { W_NULL, CTL_WRITERS(AS_WRITER) };
 enum { C_NULL, CTL_CALLS(AS_CALL) };

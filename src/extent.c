@@ -364,8 +364,7 @@ static void *map_below_others(size_t bytes, fresh_place_t *place) {
   void *p = NULL;
   /* Just below, or a little further down past a page-map leaf or a base chunk. */
   bool occupied = true;
-  uintptr_t k = 0;
-  for (; k < 4 && p == NULL && occupied && low > bytes + k * MAP_SKIP; k++)
+  for (uintptr_t k = 0; k < 4 && p == NULL && occupied && low > bytes + k * MAP_SKIP; k++)
     p = os_map_at((void *)(low - bytes - k * MAP_SKIP), bytes, &occupied);
   /* Nothing of ours lies below the lowest mapping; only one placed right below it
    * touches one of ours, above. */
