@@ -93,12 +93,23 @@ size_t purge_decay_locked(arena_t *a, uint64_t now, uint64_t deadline) {
   size_t keep = decay_limit(&a->dirty_decay);
   size_t cap = dirty_cap(a, dirty_ms, epoch_before);
   if (dirty_ms >= 0 && keep > cap) keep = cap;
-  if (a->dirty.npages + a->stash_pages > keep) stash_drain(a);
+  size_t excess = a->dirty.npages + a->stash_pages > keep ? a->dirty.npages + a->stash_pages - keep : 0;
+  if (excess > a->dirty.npages) stash_drain_oldest(a, excess - a->dirty.npages);
+  /* Both bounds hold for the dirty set and the stash together. The stash goes only
+   * where the dirty set alone cannot give what must go: its slabs are the ones the
+   * program's bins take back next (a slab from the stash costs a heap pop, one made
+   * from free pages an extent split and its page-map and free-map entries), and eight
+   * threads passing blocks to each other, whose slabs empty and fill by the thousand,
+   * spent a third of the allocator's instructions remaking slabs when every pass
+   * drained the whole stash. */
+  size_t dirty_keep = keep > a->stash_pages ? keep - a->stash_pages : 0;
+  size_t dirty_cap_pages = cap > a->stash_pages ? cap - a->stash_pages : 0;
   /* The cap is a bound on memory, not a pace: what exceeds it goes now, whatever the
    * time budget (in steps of a few MiB per system call); the curve's share below it is
    * what the budget paces. */
-  if (dirty_ms >= 0 && a->dirty.npages > cap) moved += extent_move_oldest(a, EXTENT_DIRTY, next, cap, 0);
-  if (a->dirty.npages > keep) moved += extent_move_oldest(a, EXTENT_DIRTY, next, keep, deadline);
+  if (dirty_ms >= 0 && a->dirty.npages > dirty_cap_pages)
+    moved += extent_move_oldest(a, EXTENT_DIRTY, next, dirty_cap_pages, 0);
+  if (a->dirty.npages > dirty_keep) moved += extent_move_oldest(a, EXTENT_DIRTY, next, dirty_keep, deadline);
   /* Runs no request can use, whatever the curve allows (extent.c, "Free runs of fewer
    * pages than any slab"); not when the program asked to keep every free page. */
   if (dirty_ms >= 0) moved += extent_release_unusable(a, deadline);

@@ -93,12 +93,18 @@ extent_t *stash_make_room(arena_t *a, unsigned c, size_t npages) {
   return extent_dirty_fits(a, npages) ? NULL : stash_borrow(a, c, npages);
 }
 
-void stash_drain(arena_t *a) {
+void stash_drain_oldest(arena_t *a, size_t npages) {
   lock_assert_held(&a->extent_lock);
-  while (a->stash_lru.head != NULL) {
+  size_t given = 0;
+  while (a->stash_lru.head != NULL && given < npages) {
     extent_t *slab = a->stash_lru.head;
+    given += slab->npages;
     stash_unlink(a, slab);
     extent_free_stashed_slab(a, slab);
   }
+}
+
+void stash_drain(arena_t *a) {
+  stash_drain_oldest(a, SIZE_MAX);
   tessera_assert(a->stash_pages == 0);
 }

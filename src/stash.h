@@ -24,6 +24,8 @@ void stash_put(arena_t *a, extent_t *slab);
 extent_t *stash_take(arena_t *a, unsigned c);
 /* Turns every stashed slab into dirty pages, oldest first. */
 void stash_drain(arena_t *a);
+/* The same for the oldest stashed slabs only, until at least npages pages left. */
+void stash_drain_oldest(arena_t *a, size_t npages);
 /* The class argument of stash_make_room for a large block (no slab can serve it). */
 #define STASH_LARGE NSMALL
 /*
