@@ -74,6 +74,16 @@ extent_t *extent_alloc(arena_t *a, size_t npages, size_t align_pages, extent_sta
  */
 extent_t *extent_alloc_gathering(arena_t *a, size_t npages, size_t align_pages, unsigned code, size_t gather_at,
                                  bool want_zero, bool *zeroed, size_t *gathered);
+/* Whether moved pages cost too much on a machine where a page fault of `pages` fresh
+ * pages took fault_ns and the first reads of as many pages moved to addresses never
+ * touched took moved_read_ns: more than 1/GATHER_READ_SHARE_MAX of it (extent.c). */
+#define GATHER_READ_SHARE_MAX 8
+static inline bool extent_gather_costly(uint64_t fault_ns, uint64_t moved_read_ns) {
+  return moved_read_ns > fault_ns / GATHER_READ_SHARE_MAX;
+}
+/* Whether large blocks may gather (not measured yet counts as yes), and the measure of
+ * the machine's page faults and moved pages' first reads, in ns a page (0: not yet). */
+bool extent_gather_state(uint64_t *fault_ns, uint64_t *moved_read_ns);
 /* Returns an active extent's pages to the dirty set (coalescing), clearing its entries. */
 void extent_free(arena_t *a, extent_t *e);
 /* extent_free for a large block whose pages were moved away (os_move_pages): they read

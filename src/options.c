@@ -35,6 +35,7 @@ size_t opt_background_thread_auto = (size_t)64 << 20;
 size_t opt_reserve = 0;
 size_t opt_limit = 0;
 unsigned opt_thp = THP_DEFAULT;
+unsigned opt_gather = GATHER_AUTO;
 bool opt_junk = false;
 bool opt_zero = false;
 bool opt_hardened = false;
@@ -59,6 +60,7 @@ slab_range_t opt_slab_ranges[SLAB_RANGES_MAX];
 unsigned opt_slab_nranges;
 
 static const char *const thp_names[] = {"default", "always", "never", NULL};
+static const char *const gather_names[] = {"auto", "always", "never", NULL};
 static const char *const arena_select_names[] = {"cpu", "least_loaded", NULL};
 /* jemalloc's per-CPU arenas bind threads to the CPU they run on: tessera balances by CPU
  * its own way (arena_select), so only jemalloc's "disabled" is accepted. */

@@ -45,6 +45,8 @@ extern size_t opt_background_thread_auto;
 extern size_t opt_reserve; /* bytes of the memory reserve (oom.c) */
 extern size_t opt_limit;   /* soft limit on mapped bytes, 0 = none (oom.c) */
 extern unsigned opt_thp; /* thp_mode_t */
+typedef enum gather_mode { GATHER_AUTO, GATHER_ALWAYS, GATHER_NEVER } gather_mode_t;
+extern unsigned opt_gather; /* gather_mode_t */
 extern bool opt_junk;
 extern bool opt_zero;
 extern bool opt_hardened;               /* hardened mode (hardened.h) */

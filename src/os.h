@@ -63,6 +63,12 @@ bool os_protect(void *addr, size_t size, bool accessible);
  * failed after the kernel unmapped the destination, which could not be mapped again. */
 typedef enum { OS_MOVED, OS_MOVE_UNSUPPORTED, OS_MOVE_FAILED, OS_MOVE_LOST } os_move_result_t;
 os_move_result_t os_move_pages(void *from, void *to, size_t size);
+/* Times what moving pages costs on this machine: the first writes of `pages` fresh pages
+ * (their page faults, *fault_ns) and the first reads of the same pages once
+ * os_move_pages moved them to addresses never touched (*moved_read_ns); the lower of
+ * three tries each, so that a try the scheduler interrupted does not count. False if
+ * the memory was refused or the move failed. */
+bool os_time_page_moves(size_t pages, uint64_t *fault_ns, uint64_t *moved_read_ns);
 /* Makes a range (page aligned) read-only again (got_patch.c: a RELRO page it wrote). */
 bool os_protect_readonly(void *addr, size_t size);
 /* Fills buf with n random bytes from the kernel (getrandom); false if it refused. */

@@ -11,6 +11,7 @@
 
 #include "emitter.h"
 #include "exact_class.h"
+#include "extent.h"
 #include "free_map.h"
 #include "init.h"
 #include "options.h"
@@ -226,6 +227,28 @@ static void j_exact_classes(emitter_t *e) {
   j_close(e, ']');
 }
 
+/* Gathering (extent.c): on or off, and the measure of the machine that decided it. */
+static void j_gathering(emitter_t *e) {
+  uint64_t fault_ns, moved_read_ns;
+  bool on = extent_gather_state(&fault_ns, &moved_read_ns);
+  j_open(e, "gathering", '{');
+  j_raw(e, "on", on ? "true" : "false");
+  j_u64(e, "page_fault_ns", fault_ns);
+  j_u64(e, "moved_page_read_ns", moved_read_ns);
+  j_close(e, '}');
+}
+
+static void t_gathering(emitter_t *e) {
+  uint64_t fault_ns, moved_read_ns;
+  bool on = extent_gather_state(&fault_ns, &moved_read_ns);
+  if (fault_ns == 0) {
+    emit(e, "gathering: %s, not measured yet (no large block could gather)\n", on ? "on" : "off");
+    return;
+  }
+  emit(e, "gathering: %s (a page fault %llu ns, a moved page's first read %llu ns)\n", on ? "on" : "off",
+       (unsigned long long)fault_ns, (unsigned long long)moved_read_ns);
+}
+
 static void print_json(emitter_t *e, const stats_snapshot_t *s, const print_opts_t *o) {
   j_open(e, NULL, '{');
   j_open(e, "tessera", '{');
@@ -234,6 +257,7 @@ static void print_json(emitter_t *e, const stats_snapshot_t *s, const print_opts
   j_process(e);
   j_u64(e, "ncpus", s->ncpus);
   j_exact_classes(e);
+  j_gathering(e);
   if (o->general) j_options(e);
   j_totals(e, s);
   if (opt_prof) j_prof(e);
@@ -367,6 +391,7 @@ static void print_text(emitter_t *e, const stats_snapshot_t *s, const print_opts
   emit(e, "allocated: %zu  active: %zu  metadata: %zu  resident: %zu  mapped: %zu  retained: %zu  dirty: %zu  muzzy: %zu\n",
        k->allocated, k->active, k->metadata, k->resident, k->mapped, k->retained, k->dirty, s->merged.pmuzzy * PAGE);
   t_exact_classes(e);
+  t_gathering(e);
   if (opt_prof)
     emit(e, "heap profiler: metadata: %zu  sampled-block padding: %zu\n", prof_meta_bytes(), prof_meta_sampled_padding());
   if (o->locks) t_lock(e, "base lock:", &s->base_lock);

@@ -55,6 +55,10 @@ def main():
             fail("per-arena %s does not add up to the merged value" % key)
     if doc["stats"]["active"] != merged["pactive"] * 4096:
         fail("stats.active %d vs merged pactive %d" % (doc["stats"]["active"], merged["pactive"]))
+    gathering = doc["gathering"]
+    if not isinstance(gathering["on"], bool) or not all(
+            isinstance(gathering[k], int) and gathering[k] >= 0 for k in ("page_fault_ns", "moved_page_read_ns")):
+        fail("gathering section: %r" % gathering)
     if doc["tcaches"]["count"] < 1 or "base" not in doc["locks"]:
         fail("tcaches/locks sections")
     import os
