@@ -712,7 +712,8 @@ static void gather_note_move(void) {
 /*
  * Whether moving pages is cheap on this machine. A move is a system call that moves
  * page-table entries, and a moved page's first read costs about as little as any read
- * (10-20 ns here, against 2-5 us for a page fault). But on some virtual machines the
+ * (5-20 ns on the machines this was measured on, against 2-5 us for a page fault,
+ * kernel zeroing included). But on some virtual machines the
  * first touch of a page moved to addresses never touched costs a large part of a fault
  * (a paravirtualized kernel: 4 us against 14), and a program cycling blocks of
  * 5-25 MiB, whose pages gathering moved eight times for each fault it saved, ran 2.4x
