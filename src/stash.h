@@ -9,7 +9,8 @@
  * than an extent split and a rewrite of every page's entries: a program that fills and
  * empties many slabs in turn (a batch that overflows its thread cache) no longer churns
  * them. Stashed pages count as dirty for decay and stats: when decay wants free pages
- * gone, the stash goes first, oldest slab first, into the dirty set (purge.c).
+ * gone, the stash's oldest slabs go into the dirty set only as far as the dirty set
+ * alone cannot give what must go (purge.c).
  *
  * Every function here is called with the arena's extent lock held.
  */
