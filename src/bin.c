@@ -166,18 +166,29 @@ static bool bin_is_sparse(const bin_t *bin, unsigned d) {
   return used * 100 <= capacity * LEND_MAX_USE_PERCENT && room >= LEND_MIN_ROOM_SLABS * nregs;
 }
 
+/* Whether class d may lend to a class of size bytes and is a better lender than *best
+ * (smaller); if so it becomes *best. */
+static bool better_lender(arena_t *a, unsigned d, size_t size, size_t *best) {
+  size_t dsize = class_infos[d].size;
+  if (dsize >= *best || !bin_may_lend(dsize, size) || !bin_is_sparse(&a->bins[d], d)) return false;
+  *best = dsize;
+  return true;
+}
+
 /* The smallest class that may lend to class c, or -1. The counters are read without the
- * lenders' locks: a guess; lend_regions takes, under the lock, what is really there. */
+ * lenders' locks: a guess; lend_regions takes, under the lock, what is really there.
+ * Only the static classes from c's own (sorted by size) up to LEND_MAX_RATIO times its
+ * size, and the exact classes made so far: a program of many sizes looks for a lender at every new
+ * slab, and a walk over every class cost eight threads of random sizes 5% of their
+ * instructions. */
 static int find_lender(arena_t *a, unsigned c) {
   size_t size = class_infos[c].size, best = SIZE_MAX;
   int lender = -1;
-  for (unsigned d = 0; d < NSMALL; d++) {
-    size_t dsize = class_infos[d].size;
-    if (dsize < best && bin_may_lend(dsize, size) && bin_is_sparse(&a->bins[d], d)) {
-      best = dsize;
-      lender = (int)d;
-    }
-  }
+  for (unsigned d = class_infos[c].parent; d < NSTATIC_SMALL && class_infos[d].size <= LEND_MAX_RATIO * size; d++)
+    if (better_lender(a, d, size, &best)) lender = (int)d;
+  unsigned nexact = atomic_load_explicit(&size_class_nexact, memory_order_acquire);
+  for (unsigned d = NSTATIC_SMALL; d < NSTATIC_SMALL + nexact; d++)
+    if (better_lender(a, d, size, &best)) lender = (int)d;
   return lender;
 }
 

@@ -742,14 +742,14 @@ COLD_TEXT static bool gather_measure(void) {
   return cheap;
 }
 
-static bool gather_cheap(void) {
+COLD_TEXT static bool gather_cheap(void) {
   if (opt_gather != GATHER_AUTO) return opt_gather == GATHER_ALWAYS;
   unsigned cost = atomic_load_explicit(&gather_cost, memory_order_relaxed);
   if (likely(cost != GATHER_COST_UNKNOWN)) return cost == GATHER_COST_CHEAP;
   return gather_measure();
 }
 
-bool extent_gather_state(uint64_t *fault_ns, uint64_t *moved_read_ns) {
+COLD_TEXT bool extent_gather_state(uint64_t *fault_ns, uint64_t *moved_read_ns) {
   *fault_ns = atomic_load_explicit(&gather_probe_fault_ns, memory_order_relaxed);
   *moved_read_ns = atomic_load_explicit(&gather_probe_moved_read_ns, memory_order_relaxed);
   if (opt_gather == GATHER_NEVER || opt_hardened || atomic_load_explicit(&gather_unsupported, memory_order_relaxed))

@@ -136,7 +136,7 @@ os_move_result_t os_move_pages(void *from, void *to, size_t size) {
 }
 
 /* One try of os_time_page_moves over the 2 * pages pages at m: false if the move failed. */
-static bool time_one_move(char *m, size_t pages, uint64_t *fault_ns, uint64_t *moved_read_ns) {
+COLD_TEXT static bool time_one_move(char *m, size_t pages, uint64_t *fault_ns, uint64_t *moved_read_ns) {
   char *from = m, *to = m + pages * PAGE;
   uint64_t t0 = os_now_ns();
   for (size_t i = 0; i < pages; i++) ((volatile char *)from)[i * PAGE] = 1;
@@ -150,7 +150,7 @@ static bool time_one_move(char *m, size_t pages, uint64_t *fault_ns, uint64_t *m
   return true;
 }
 
-bool os_time_page_moves(size_t pages, uint64_t *fault_ns, uint64_t *moved_read_ns) {
+COLD_TEXT bool os_time_page_moves(size_t pages, uint64_t *fault_ns, uint64_t *moved_read_ns) {
   *fault_ns = *moved_read_ns = UINT64_MAX;
   bool ok = true;
   for (int try = 0; try < 3 && ok; try++) {
