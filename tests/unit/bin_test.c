@@ -2,7 +2,9 @@
 /*
  * What a bin gives back, on a private arena: once a class is idle, bin_release_empty
  * moves its empty slabs (the current one and the spare) out of the bin to the arena's
- * stash, and the next slab of the class comes back from there.
+ * stash, and the next slab of the class comes back from there. Decay's partial drain of
+ * the stash (stash_drain_oldest) turns only the oldest stashed slabs into free pages,
+ * as many as cover what it asks for.
  */
 #include <stdint.h>
 
@@ -13,6 +15,7 @@
 #include "options.h"
 #include "pagemap.h"
 #include "size_class.h"
+#include "stash.h"
 #include "unit.h"
 
 #define NSLABS 3
@@ -48,6 +51,32 @@ static void test_release_empty(void) {
         "released twice");
 }
 
+#define DRAIN_SLABS 6
+
+static void test_drain_oldest(void) {
+  static void *blocks[DRAIN_SLABS * SLAB_MAX_REGIONS];
+  atomic_store(&arena->dirty_decay_ms, -1); /* no decay pass drains the stash meanwhile */
+  CHECK(bin_fill(arena, cls, blocks, DRAIN_SLABS * nregs) == DRAIN_SLABS * nregs, "a fill of %u slabs", DRAIN_SLABS);
+  CHECK(bin_flush(arena, cls, blocks, DRAIN_SLABS * nregs) == 0, "every block is this arena's");
+  bin_release_empty(arena, cls);
+  size_t slab_pages = class_infos[cls].slab_pages;
+  lock_acquire(&arena->extent_lock);
+  size_t stashed = arena->stash_pages, dirty = arena->dirty.npages;
+  CHECK(stashed >= DRAIN_SLABS * slab_pages, "%u empty slabs stashed (%zu pages)", DRAIN_SLABS, stashed);
+  extent_t *third = arena->stash_lru.head->lru_next->lru_next;
+  stash_drain_oldest(arena, slab_pages + 1); /* more than one slab's pages: two slabs */
+  CHECK(arena->stash_pages == stashed - 2 * slab_pages, "two slabs drained: stash %zu -> %zu pages", stashed,
+        (size_t)arena->stash_pages);
+  CHECK(arena->dirty.npages == dirty + 2 * slab_pages, "their pages are free: dirty %zu -> %zu", dirty,
+        (size_t)arena->dirty.npages);
+  CHECK(arena->stash_lru.head == third, "the oldest two went, the third oldest is now the oldest");
+  stash_drain_oldest(arena, 0);
+  CHECK(arena->stash_pages == stashed - 2 * slab_pages, "asked for nothing, nothing drained");
+  stash_drain(arena);
+  CHECK(arena->stash_pages == 0 && arena->dirty.npages == dirty + stashed, "the whole stash drained");
+  lock_release(&arena->extent_lock);
+}
+
 int main(void) {
   options_init(); /* the layers below the front end, booted by hand (as init.c does) */
   size_class_init();
@@ -57,5 +86,6 @@ int main(void) {
   nregs = class_infos[cls].nregs;
   CHECK(nregs >= 16 && nregs <= SLAB_MAX_REGIONS, "256-byte slabs hold %u regions", nregs);
   test_release_empty();
+  test_drain_oldest();
   UNIT_DONE("bin");
 }
