@@ -381,7 +381,7 @@ unsigned bin_flush(arena_t *a, unsigned c, void **items, unsigned n) {
   unsigned kept = 0;
   bin_lock(a, bin);
   uint64_t magic = class_infos[c].magic;
-  flush_run_t run = {.slab = NULL, .bytes = 0, .count = 0};
+  flush_run_t run = {.slab = NULL, .start = 0, .bytes = 0, .count = 0, .word_index = 0, .word = 0};
   for (unsigned i = 0; i < n; i++) {
     uintptr_t p = (uintptr_t)items[i], offset = p - run.start;
     if (offset >= run.bytes) {

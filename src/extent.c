@@ -742,19 +742,21 @@ COLD_TEXT static bool gather_measure(void) {
   return cheap;
 }
 
-COLD_TEXT static bool gather_cheap(void) {
-  if (opt_gather != GATHER_AUTO) return opt_gather == GATHER_ALWAYS;
+/* Whether large blocks may gather: by option, mode and kernel, then by the machine's
+ * measure, which is made now if `measure` and not made yet (not made counts as yes). */
+static bool gather_on(bool measure) {
+  if (opt_gather == GATHER_NEVER || opt_hardened || atomic_load_explicit(&gather_unsupported, memory_order_relaxed))
+    return false;
+  if (opt_gather == GATHER_ALWAYS) return true;
   unsigned cost = atomic_load_explicit(&gather_cost, memory_order_relaxed);
-  if (likely(cost != GATHER_COST_UNKNOWN)) return cost == GATHER_COST_CHEAP;
-  return gather_measure();
+  if (cost == GATHER_COST_UNKNOWN) return measure ? gather_measure() : true;
+  return cost == GATHER_COST_CHEAP;
 }
 
 COLD_TEXT bool extent_gather_state(uint64_t *fault_ns, uint64_t *moved_read_ns) {
   *fault_ns = atomic_load_explicit(&gather_probe_fault_ns, memory_order_relaxed);
   *moved_read_ns = atomic_load_explicit(&gather_probe_moved_read_ns, memory_order_relaxed);
-  if (opt_gather == GATHER_NEVER || opt_hardened || atomic_load_explicit(&gather_unsupported, memory_order_relaxed))
-    return false;
-  return opt_gather == GATHER_ALWAYS || atomic_load_explicit(&gather_cost, memory_order_relaxed) != GATHER_COST_HIGH;
+  return gather_on(false);
 }
 
 /* Gathering is paused: a large request that could have gathered. */
@@ -819,10 +821,8 @@ COLD_TEXT static size_t gather_dirty(arena_t *a, const extent_t *block, size_t g
 
 /* Whether a block taking released or fresh pages would gather npages resident ones. */
 static bool gather_possible(arena_t *a, size_t npages) {
-  if (npages < GATHER_MIN_PAGES || opt_hardened || a->dirty.npages < GATHER_PIECE_MIN_PAGES ||
-      atomic_load_explicit(&gather_unsupported, memory_order_relaxed))
-    return false;
-  if (!atomic_load_explicit(&gather_paused, memory_order_relaxed)) return gather_cheap();
+  if (npages < GATHER_MIN_PAGES || a->dirty.npages < GATHER_PIECE_MIN_PAGES || !gather_on(false)) return false;
+  if (!atomic_load_explicit(&gather_paused, memory_order_relaxed)) return gather_on(true);
   gather_note_paused_request();
   return false;
 }

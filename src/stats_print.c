@@ -242,7 +242,8 @@ static void t_gathering(emitter_t *e) {
   uint64_t fault_ns, moved_read_ns;
   bool on = extent_gather_state(&fault_ns, &moved_read_ns);
   if (fault_ns == 0) {
-    emit(e, "gathering: %s, not measured yet (no large block could gather)\n", on ? "on" : "off");
+    emit(e, "gathering: %s\n", on ? "on, not measured yet (no large block could gather yet)"
+                                    : "off (gather:never, hardened mode, or a kernel that cannot move pages)");
     return;
   }
   emit(e, "gathering: %s (a page fault %llu ns, a moved page's first read %llu ns)\n", on ? "on" : "off",
