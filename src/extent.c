@@ -744,7 +744,7 @@ COLD_TEXT static bool gather_measure(void) {
 
 /* Whether large blocks may gather: by option, mode and kernel, then by the machine's
  * measure, which is made now if `measure` and not made yet (not made counts as yes). */
-static bool gather_on(bool measure) {
+COLD_TEXT static bool gather_on(bool measure) {
   if (opt_gather == GATHER_NEVER || opt_hardened || atomic_load_explicit(&gather_unsupported, memory_order_relaxed))
     return false;
   if (opt_gather == GATHER_ALWAYS) return true;
