@@ -57,6 +57,7 @@ COLD_TEXT bool background_start(void) {
   if (!atomic_compare_exchange_strong(&background_state, &expected, BG_STARTING))
     return expected != BG_FAILED;
   atomic_fetch_add(&generation, 1); /* a stopped thread still asleep must not come back */
+  lock_fork_handlers_arm(); /* a fork child must know that the thread is not there */
   if (!os_start_service_thread(background_main, "tessera-bg")) {
     os_write_stderr("tessera: background_thread: could not start the thread; memory is returned on allocation activity only\n");
     atomic_store(&background_state, BG_FAILED);

@@ -6,6 +6,7 @@
 #include "arena.h"
 #include "background.h"
 #include "base.h"
+#include "lock.h"
 #include "options.h"
 #include "os.h"
 #include "prof_modules.h"
@@ -51,7 +52,6 @@ COLD_TEXT static void fork_parent(void) {
 }
 
 COLD_TEXT static void fork_child(void) {
-  thread_fork_child(); /* this thread has a new id in the child: before any lock */
   exact_class_fork_release();
   base_fork_child();
   arenas_fork_child();
@@ -68,4 +68,11 @@ COLD_TEXT static void fork_child(void) {
   if (_IO_list_resetlock) _IO_list_resetlock();
 }
 
-void fork_register(void) { os_at_fork(fork_prepare, fork_parent, fork_child); }
+void fork_register(void) { lock_fork_handlers(fork_prepare, fork_parent, fork_child); }
+
+/* The profiler, the timeline and hardened mode have state a single-threaded program's
+ * fork child must fix up too (the timeline's file, the quarantine's handlers, which
+ * must come after these): their handlers go in at once. */
+void fork_arm_if_needed(void) {
+  if (opt_prof || opt_timeline_ms != 0 || opt_hardened) lock_fork_handlers_arm();
+}

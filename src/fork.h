@@ -14,7 +14,11 @@
 #ifndef TESSERA_FORK_H
 #define TESSERA_FORK_H
 
-/* Registers the handlers (once, at boot). */
+/* Hands the handlers to the locks (once, at boot, before another thread may take a
+ * lock): they are registered with libc when a second thread takes a lock. */
 void fork_register(void);
+/* Registers them at once when the options need them even without a second thread. May
+ * allocate: after boot. */
+void fork_arm_if_needed(void);
 
 #endif

@@ -35,8 +35,9 @@ bool boot_slow(void) {
   if (!arenas_init(narenas) || !tcache_boot()) fatal("out of memory during initialisation");
   prof_hooks_boot(); /* after tcache_boot: it redirects malloc's size -> bin table */
   tessera_assert(class_infos[0].size == QUANTUM && arena_get(0) != NULL);
+  fork_register(); /* before any other thread may take a lock */
   atomic_store(&boot_state, BOOT_DONE);
-  fork_register(); /* pthread_atfork may allocate: only now that malloc works */
+  fork_arm_if_needed(); /* pthread_atfork may allocate: only now that malloc works */
   return true;
 }
 

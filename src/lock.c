@@ -15,11 +15,51 @@ static inline void cpu_relax(void) {
 #endif
 }
 
+/* Lock ids are a count, not kernel thread ids: a fork child's only thread keeps its
+ * id, and a kernel id may come back to a new thread of the child once the parent's
+ * thread is gone (a daemon's parent exits), while the count carries on from the
+ * parent's. 2^31 ids fit the word beside the waiters bit; the count would wrap only
+ * after two billion threads. */
+static _Atomic uint32_t lock_ids_given;
+
+static void (*fork_prepare_fn)(void), (*fork_parent_fn)(void), (*fork_child_fn)(void);
+enum { FORK_HANDLERS_DEFERRED, FORK_HANDLERS_REGISTERING, FORK_HANDLERS_REGISTERED };
+static _Atomic int fork_handlers_state;
+static uintptr_t fork_handlers_registrar; /* thread_marker() of the thread registering */
+
 uint32_t lock_id_slow(void) {
-  /* Kernel thread ids are positive and below 2^30 (pid_max is at most 4M), so the id
-   * shifted left by one fits the word with room for the waiters bit. */
-  tls_thread.lock_id = os_thread_id() << 1;
+  uint32_t n = (atomic_fetch_add_explicit(&lock_ids_given, 1, memory_order_relaxed) + 1) & 0x7fffffffu;
+  if (n == 0) n = 1;
+  /* Set first: registering may allocate, and the allocation takes locks. */
+  tls_thread.lock_id = n << 1;
+  if (n >= 2) lock_fork_handlers_arm(); /* before this thread takes its first lock */
   return tls_thread.lock_id;
+}
+
+void lock_fork_handlers(void (*prepare)(void), void (*parent)(void), void (*child)(void)) {
+  fork_prepare_fn = prepare;
+  fork_parent_fn = parent;
+  fork_child_fn = child;
+}
+
+/* Cold: a program with one thread never runs it (lock.h). */
+COLD_TEXT void lock_fork_handlers_arm(void) {
+  if (likely(atomic_load_explicit(&fork_handlers_state, memory_order_acquire) == FORK_HANDLERS_REGISTERED)) return;
+  if (fork_prepare_fn == NULL) return; /* the boot thread, before the handlers are known */
+  int expected = FORK_HANDLERS_DEFERRED;
+  if (atomic_compare_exchange_strong(&fork_handlers_state, &expected, FORK_HANDLERS_REGISTERING)) {
+    fork_handlers_registrar = thread_marker();
+    os_at_fork(fork_prepare_fn, fork_parent_fn, fork_child_fn);
+    atomic_store_explicit(&fork_handlers_state, FORK_HANDLERS_REGISTERED, memory_order_release);
+    return;
+  }
+  /* Registering allocated, and the allocation came back here (to start the background
+   * thread, say): go on. */
+  if (fork_handlers_registrar == thread_marker()) return;
+  /* Another thread registers them: a lock taken before it is done could be held at a
+   * fork that runs no handler. The threads that come here hold none (a new id, or a
+   * caller that takes none). */
+  while (atomic_load_explicit(&fork_handlers_state, memory_order_acquire) != FORK_HANDLERS_REGISTERED) os_yield();
 }
 
 void lock_init(lock_t *l) {

@@ -4,7 +4,7 @@
  * bounded adaptive spin before sleeping. Uncontended lock and unlock are one atomic each.
  * Each lock counts acquisitions, contended acquisitions and wait time for stats.
  *
- * The lock word holds its owner: (owner's thread id << 1) | waiters-bit, 0 when free.
+ * The lock word holds its owner: (owner's lock id << 1) | waiters-bit, 0 when free.
  * Taking the lock and recording who holds it is therefore one atomic step, so a signal
  * handler on the same thread (fork from a handler that interrupted malloc) always knows
  * whether the interrupted code holds the lock; with a separate owner field there would
@@ -24,12 +24,24 @@
  * one page of them (copy on write) rather than one page each. */
 #define FORK_LOCK __attribute__((section(".bss.tessera_fork_locks")))
 
-/* The calling thread's id as the lock word stores it (never 0). */
+/* The calling thread's id as the lock word stores it (never 0). Ids are handed out in
+ * order, 1 first, and a thread keeps its id for life (in a fork child too: the child's
+ * new threads get ids its parent never handed out). */
 uint32_t lock_id_slow(void);
 static inline uint32_t lock_my_id(void) {
   uint32_t id = tls_thread.lock_id;
   return likely(id != 0) ? id : lock_id_slow();
 }
+
+/* fork's handlers (prepare takes every lock, parent and child release them): they are
+ * needed only once two threads can hold locks, so they are registered when the second
+ * thread takes its id, or at once by lock_fork_handlers_arm. Until then a fork copies
+ * no page for them, and a program that never has a second thread never maps the libc
+ * code that registers them. */
+void lock_fork_handlers(void (*prepare)(void), void (*parent)(void), void (*child)(void));
+/* Registers the handlers now if they are not yet (at most once; a thread that comes
+ * here while another registers them waits for it). */
+void lock_fork_handlers_arm(void);
 
 /* Unlocked, counters zero: the all-zero state, so zeroed metadata holds ready locks. */
 void lock_init(lock_t *l);

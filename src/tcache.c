@@ -154,6 +154,8 @@ bool tcache_boot(void) {
 
 arena_t *thread_arena(void) {
   if (likely(tls_thread.arena != NULL)) return tls_thread.arena;
+  lock_my_id(); /* may allocate (lock.c), and so bind this thread: then it is bound */
+  if (tls_thread.arena != NULL) return tls_thread.arena;
   arena_t *a = arena_choose_for_new_thread();
   atomic_fetch_add(&a->nthreads, 1);
   tls_thread.arena = a;
@@ -268,6 +270,9 @@ tcache_t *tcache_get(void) {
   if (tls_thread.tcache != &tcache_empty) return tls_thread.tcache;
   if (tls_thread.cache_state != THREAD_NEW || !opt_tcache) return NULL;
   tls_thread.cache_state = THREAD_CREATING; /* allocations from here on bypass the cache */
+  /* The thread's lock id: a second thread's registers fork's handlers (lock.c), which
+   * may allocate; here that allocation bypasses the cache, as the exit hook's does. */
+  lock_my_id();
   tcache_t *tc = tcache_create();
   if (tc == NULL) {
     tls_thread.cache_state = THREAD_NEW;
@@ -632,7 +637,9 @@ static void drain_quarantine(tcache_t *tc) {
 }
 
 /* Returns every cached block and the cache itself; state is what the thread becomes. */
-static void tcache_destroy(tcache_t *tc, uint8_t state) {
+/* Cold: only a thread's exit or the program turning its cache off comes here, never a
+ * program with one thread that exits through exit(). */
+COLD_TEXT static void tcache_destroy(tcache_t *tc, uint8_t state) {
   tessera_assert(tc != &tcache_empty && tc == tls_thread.tcache);
   if (opt_hardened) drain_quarantine(tc);
   tls_thread.cache_state = state; /* from now on this thread bypasses the cache */

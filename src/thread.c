@@ -5,5 +5,3 @@ __thread thread_state_t tls_thread __attribute__((tls_model("initial-exec"))) = 
 
 /* Zeroed: every bin has capacity 0, so it never caches (tcache.c). */
 SPARSE_ARRAY tcache_t tcache_empty;
-
-void thread_fork_child(void) { tls_thread.lock_id = 0; }

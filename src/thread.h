@@ -33,7 +33,7 @@ typedef struct thread_state {
    * exact. */
   uint64_t allocated;
   uint64_t deallocated;
-  uint32_t lock_id;    /* the id lock words store (kernel id << 1); 0 until first lock */
+  uint32_t lock_id;    /* the id lock words store (lock.c: id << 1); 0 until first lock */
   uint8_t cache_state; /* THREAD_NEW ... */
   bool arena_pinned;   /* the program bound it to its arena (thread.arena): never moves */
   /* Slow paths only, after everything the fast paths read. */
@@ -53,8 +53,5 @@ extern tcache_t tcache_empty;
 
 /* An address that identifies the calling thread while it lives. */
 static inline uintptr_t thread_marker(void) { return (uintptr_t)&tls_thread; }
-
-/* After fork, in the child: the only thread has a new kernel id. */
-void thread_fork_child(void);
 
 #endif

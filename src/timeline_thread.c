@@ -45,8 +45,9 @@ static void timeline_main(void) {
   }
 }
 
-void timeline_start_if_wanted(void) {
-  if (opt_timeline_ms == 0 || atomic_load(&timeline_running)) return;
+/* Cold, like the rest of this file: every program calls timeline_start_if_wanted, only
+ * those with timeline_ms set come here. */
+COLD_TEXT static void timeline_start(void) {
   char path[PROF_PATH_MAX];
   prof_dump_filename(path, sizeof(path), opt_timeline_prefix, 0, 0, ".timeline.jsonl");
   if (!prof_timeline_open(path)) {
@@ -59,6 +60,11 @@ void timeline_start_if_wanted(void) {
     atomic_store(&timeline_running, false);
     os_write_stderr("tessera: timeline_ms: cannot start the timeline thread; only the first and last lines\n");
   }
+}
+
+void timeline_start_if_wanted(void) {
+  if (opt_timeline_ms == 0 || atomic_load(&timeline_running)) return;
+  timeline_start();
 }
 
 __attribute__((destructor)) static void timeline_at_exit(void) {

@@ -6,6 +6,11 @@
  * thread that does not exist in the child) is killed by its alarm and fails the test; the
  * whole test runs under a watchdog.
  *
+ * It forks first while it has one thread (tessera registers fork's handlers only when a
+ * second thread takes a lock), then starts the workers and forks again: the handlers
+ * must be in place from the first worker on. The watchdog runs all of it in a child of
+ * a single-threaded parent, so the handlers are registered in a child too.
+ *
  * usage: fork_threads [forks [threads]]
  */
 #include "tt.h"
@@ -61,6 +66,27 @@ static void *child_work(void *arg) {
   return NULL;
 }
 
+/* Forks once and checks that the child did its work and exited 0. */
+static void fork_and_check(int i) {
+  pid_t pid = fork();
+  TT_CHECKF(pid >= 0, "fork %d: %s", i, strerror(errno));
+  if (pid == 0) {
+    alarm(20); /* a deadlocked child dies by SIGALRM and fails the check below */
+    child_work((void *)(uintptr_t)i);
+    pthread_t t;
+    if (pthread_create(&t, NULL, child_work, (void *)(uintptr_t)(i + 1)) != 0) _exit(6);
+    pthread_join(t, NULL);
+    _exit(0);
+  }
+  int status;
+  TT_CHECK(waitpid(pid, &status, 0) == pid);
+  TT_CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+            "child %d of fork %d: %s %d (exit codes: 3/5 allocation failed, 4 corruption; "
+            "signal 14 = SIGALRM: it hung)",
+            pid, i, WIFEXITED(status) ? "exit status" : "killed by signal",
+            WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+}
+
 int main(int argc, char **argv) {
   int forks = (int)tt_arg_long(argc, argv, 1, 300);
   int nthreads = (int)tt_arg_long(argc, argv, 2, 4);
@@ -69,6 +95,8 @@ int main(int argc, char **argv) {
 
   pthread_t threads[256];
   TT_CHECK(nthreads > 0 && nthreads <= 256);
+  child_work((void *)(uintptr_t)7); /* some blocks of the main thread's own */
+  for (int i = 0; i < 10; i++) fork_and_check(-1 - i); /* one thread: no handlers yet */
   for (int t = 0; t < nthreads; t++)
     TT_CHECK(pthread_create(&threads[t], NULL, worker, (void *)(uintptr_t)(t + 1)) == 0);
 
@@ -77,23 +105,7 @@ int main(int argc, char **argv) {
     long target = atomic_load(&worker_ops) + 200;
     while (atomic_load(&worker_ops) < target) sched_yield();
 
-    pid_t pid = fork();
-    TT_CHECKF(pid >= 0, "fork %d: %s", i, strerror(errno));
-    if (pid == 0) {
-      alarm(20); /* a deadlocked child dies by SIGALRM and fails the check below */
-      child_work((void *)(uintptr_t)i);
-      pthread_t t;
-      if (pthread_create(&t, NULL, child_work, (void *)(uintptr_t)(i + 1)) != 0) _exit(6);
-      pthread_join(t, NULL);
-      _exit(0);
-    }
-    int status;
-    TT_CHECK(waitpid(pid, &status, 0) == pid);
-    TT_CHECKF(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-              "child %d of fork %d: %s %d (exit codes: 3/5 allocation failed, 4 corruption; "
-              "signal 14 = SIGALRM: it hung)",
-              pid, i, WIFEXITED(status) ? "exit status" : "killed by signal",
-              WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    fork_and_check(i);
   }
   atomic_store(&stop, 1);
   for (int t = 0; t < nthreads; t++) pthread_join(threads[t], NULL);
