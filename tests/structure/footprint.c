@@ -24,7 +24,7 @@
 #include <string.h>
 
 #define WINDOW_KIB 64
-#define HEADERS_MAX_KIB 16
+#define HEADERS_MAX_KIB 12
 #define RELOCATED_MAX_KIB 8
 
 typedef struct {
