@@ -170,10 +170,12 @@ typedef struct extent_set {
 /* Decay of one stage (dirty -> muzzy/retained, or muzzy -> retained): see decay.c. */
 #define DECAY_NEPOCHS 200
 typedef struct decay {
-  uint64_t epoch_start_ns;       /* when the current epoch began */
-  size_t added;                  /* pages that entered the stage during this epoch */
+  /* First: what a new stage writes (the fields after it) shares no page with it while
+   * nothing has decayed yet (arena_t's order). */
   size_t backlog[DECAY_NEPOCHS]; /* pages that entered in each past epoch, newest last */
   uint64_t backlog_weighted;     /* sum of backlog[k] * h(k), in 1/2^24 pages (decay.c) */
+  uint64_t epoch_start_ns;       /* when the current epoch began */
+  size_t added;                  /* pages that entered the stage during this epoch */
   ssize_t ms;                    /* the decay time the backlog was built with */
 } decay_t;
 
@@ -198,6 +200,15 @@ typedef struct bin {
 
 /* ---- arena.h ---- */
 typedef struct arena {
+  /* First, the 6.5 KiB that a program of small blocks that has not yet freed pages never
+   * writes: the large classes' counters and the decay backlogs. A new arena's first page
+   * holds nothing else, so such a program keeps 4 pages of the arena's 18 KiB resident,
+   * not 5: the arena's own fields, then its first extent records, right after it. */
+  uint64_t lextent_nmalloc[NLARGE_CLASSES]; /* per large size class (large_class_index), */
+  uint64_t lextent_ndalloc[NLARGE_CLASSES]; /* under extent_lock */
+  size_t lextent_cur[NLARGE_CLASSES];
+  decay_t dirty_decay;
+  decay_t muzzy_decay;
   unsigned index;
   /* When it was made (os_now_ns), for stats.arenas.<i>.uptime. Here rather than in a
    * table of the library's zeroed data: written at start-up, such a table moved the data
@@ -213,8 +224,6 @@ typedef struct arena {
   extent_set_t dirty;
   extent_set_t muzzy;
   extent_set_t retained;
-  decay_t dirty_decay;
-  decay_t muzzy_decay;
   size_t grow_pages;         /* size of the next mapping from the OS */
   _Atomic ssize_t dirty_decay_ms; /* -1 never purge, 0 purge at once, else the decay time */
   _Atomic ssize_t muzzy_decay_ms;
@@ -259,12 +268,6 @@ typedef struct arena {
   extent_list_t stash_lru;
   size_t stash_pages;
   bin_t bins[NSMALL];
-  /* per large size class (large_class_index), under extent_lock. After the bins: a
-   * program of small blocks only never touches their 3 KiB (a page of every arena's
-   * metadata), which sat between the fields every arena writes. */
-  uint64_t lextent_nmalloc[NLARGE_CLASSES];
-  uint64_t lextent_ndalloc[NLARGE_CLASSES];
-  size_t lextent_cur[NLARGE_CLASSES];
 } arena_t;
 
 /* ---- tcache.h ---- */
