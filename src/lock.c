@@ -25,7 +25,7 @@ static _Atomic uint32_t lock_ids_given;
 static void (*fork_prepare_fn)(void), (*fork_parent_fn)(void), (*fork_child_fn)(void);
 enum { FORK_HANDLERS_DEFERRED, FORK_HANDLERS_REGISTERING, FORK_HANDLERS_REGISTERED };
 static _Atomic int fork_handlers_state;
-static uintptr_t fork_handlers_registrar; /* thread_marker() of the thread registering */
+static _Atomic uintptr_t fork_handlers_registrar; /* thread_marker() of the thread registering */
 
 uint32_t lock_id_slow(void) {
   uint32_t n = (atomic_fetch_add_explicit(&lock_ids_given, 1, memory_order_relaxed) + 1) & 0x7fffffffu;
@@ -48,14 +48,14 @@ COLD_TEXT void lock_fork_handlers_arm(void) {
   if (fork_prepare_fn == NULL) return; /* the boot thread, before the handlers are known */
   int expected = FORK_HANDLERS_DEFERRED;
   if (atomic_compare_exchange_strong(&fork_handlers_state, &expected, FORK_HANDLERS_REGISTERING)) {
-    fork_handlers_registrar = thread_marker();
+    atomic_store_explicit(&fork_handlers_registrar, thread_marker(), memory_order_relaxed);
     os_at_fork(fork_prepare_fn, fork_parent_fn, fork_child_fn);
     atomic_store_explicit(&fork_handlers_state, FORK_HANDLERS_REGISTERED, memory_order_release);
     return;
   }
   /* Registering allocated, and the allocation came back here (to start the background
    * thread, say): go on. */
-  if (fork_handlers_registrar == thread_marker()) return;
+  if (atomic_load_explicit(&fork_handlers_registrar, memory_order_relaxed) == thread_marker()) return;
   /* Another thread registers them: a lock taken before it is done could be held at a
    * fork that runs no handler. The threads that come here hold none (a new id, or a
    * caller that takes none). */
