@@ -36,10 +36,39 @@ uint32_t lock_id_slow(void) {
   return tls_thread.lock_id;
 }
 
+_Atomic bool lock_fork_handlers_pending;
+
+/* glibc's flag, cleared for good when the process starts a second thread (weak: other
+ * libcs may not have it, and then the handlers are registered at once). */
+extern char __libc_single_threaded __attribute__((weak));
+
 void lock_fork_handlers(void (*prepare)(void), void (*parent)(void), void (*child)(void)) {
   fork_prepare_fn = prepare;
   fork_parent_fn = parent;
   fork_child_fn = child;
+  atomic_store_explicit(&lock_fork_handlers_pending, true, memory_order_relaxed);
+}
+
+/* A thread about to take its outermost lock, while the handlers are not registered. A
+ * second thread that never allocated (so never took an id) may fork while this one
+ * holds the lock: once libc says there is one, the handlers go in first. Registering
+ * may allocate, and the caller may be in the middle of moving blocks between its cache
+ * and an arena: meanwhile its allocations bypass its cache, as a new thread's do while
+ * its cache is made. */
+COLD_TEXT static void arm_bypassing_cache(void) {
+  tcache_t *cache = tls_thread.tcache;
+  uint8_t state = tls_thread.cache_state;
+  tls_thread.tcache = &tcache_empty;
+  tls_thread.cache_state = THREAD_CREATING;
+  lock_fork_handlers_arm();
+  tls_thread.tcache = cache;
+  tls_thread.cache_state = state;
+}
+
+/* Not cold: a program with one thread comes here at each outermost lock. */
+void lock_fork_handlers_arm_if_threaded(void) {
+  if (&__libc_single_threaded != NULL && __libc_single_threaded) return;
+  arm_bypassing_cache();
 }
 
 /* Cold: a program with one thread never runs it (lock.h). */
@@ -51,6 +80,7 @@ COLD_TEXT void lock_fork_handlers_arm(void) {
     atomic_store_explicit(&fork_handlers_registrar, thread_marker(), memory_order_relaxed);
     os_at_fork(fork_prepare_fn, fork_parent_fn, fork_child_fn);
     atomic_store_explicit(&fork_handlers_state, FORK_HANDLERS_REGISTERED, memory_order_release);
+    atomic_store_explicit(&lock_fork_handlers_pending, false, memory_order_relaxed);
     return;
   }
   /* Registering allocated, and the allocation came back here (to start the background

@@ -34,20 +34,27 @@ static inline uint32_t lock_my_id(void) {
 }
 
 /* fork's handlers (prepare takes every lock, parent and child release them): they are
- * needed only once two threads can hold locks, so they are registered when the second
- * thread takes its id, or at once by lock_fork_handlers_arm. Until then a fork copies
- * no page for them, and a program that never has a second thread never maps the libc
- * code that registers them. */
+ * needed only once the process has a second thread, which may fork while another holds
+ * a lock. So they are registered when the second thread takes its id, when a thread
+ * takes its outermost lock while libc says the process has had a second thread (one
+ * that never allocated may fork), or at once by lock_fork_handlers_arm. Until then a
+ * fork copies no page for them, and a program that never has a second thread never
+ * maps the libc code that registers them. */
 void lock_fork_handlers(void (*prepare)(void), void (*parent)(void), void (*child)(void));
 /* Registers the handlers now if they are not yet (at most once; a thread that comes
  * here while another registers them waits for it). */
 void lock_fork_handlers_arm(void);
+/* Until the handlers are registered: lock_acquire's test (lock.c). */
+extern _Atomic bool lock_fork_handlers_pending;
+void lock_fork_handlers_arm_if_threaded(void);
 
 /* Unlocked, counters zero: the all-zero state, so zeroed metadata holds ready locks. */
 void lock_init(lock_t *l);
 void lock_slow(lock_t *l, uint32_t me);
 
 static inline void lock_acquire(lock_t *l) {
+  if (unlikely(atomic_load_explicit(&lock_fork_handlers_pending, memory_order_relaxed)) && tls_thread.locks_held == 0)
+    lock_fork_handlers_arm_if_threaded();
   uint32_t me = lock_my_id();
   /* Debug build: taking a lock this thread already holds would deadlock. */
   tessera_assert((atomic_load_explicit(&l->state, memory_order_relaxed) & ~LOCK_WAITERS) != me);
@@ -56,6 +63,7 @@ static inline void lock_acquire(lock_t *l) {
                                                         memory_order_relaxed)))
     lock_slow(l, me);
   l->n_acquired++;
+  tls_thread.locks_held++;
 }
 
 static inline bool lock_try(lock_t *l) {
@@ -64,12 +72,14 @@ static inline bool lock_try(lock_t *l) {
                                                memory_order_relaxed))
     return false;
   l->n_acquired++;
+  tls_thread.locks_held++;
   return true;
 }
 
 void lock_wake(lock_t *l);
 
 static inline void lock_release(lock_t *l) {
+  tls_thread.locks_held--;
   if (unlikely(atomic_exchange_explicit(&l->state, 0, memory_order_release) & LOCK_WAITERS)) lock_wake(l);
 }
 

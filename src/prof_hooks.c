@@ -45,7 +45,7 @@ void prof_hooks_boot(void) {
   memset(tcache_bin_offset_of_size, 0, sizeof(tcache_bin_offset_of_size));
 }
 
-bool prof_alloc_due_slow(size_t usize) {
+COLD_TEXT bool prof_alloc_due_slow(size_t usize) {
   prof_thread_t *t = &tls_thread.prof;
   if (likely(!prof_sample_first_due(t, usize))) return false;
   prof_bytes_until_sample(t); /* from the next allocation on */
@@ -64,7 +64,7 @@ static extent_t *cached_large_block(size_t request, size_t align, bool zero) {
   return large_cache_take(tcache_get(), large_usable_size(request), zero);
 }
 
-extent_t *prof_block_new(arena_t *a, size_t usize, size_t align, bool zero) {
+COLD_TEXT extent_t *prof_block_new(arena_t *a, size_t usize, size_t align, bool zero) {
   size_t request = (usize + PAGE_MASK) & ~(size_t)PAGE_MASK;
   if (request < usize) return NULL;
   /* Sampled blocks of the sizes threads cache come from and go back to that cache as
@@ -133,7 +133,7 @@ static bool mark_in_place(uintptr_t p, uintptr_t key) {
   return true;
 }
 
-static void forget_in_place(uintptr_t p, uintptr_t key) {
+COLD_TEXT static void forget_in_place(uintptr_t p, uintptr_t key) {
   extent_t *e = (extent_t *)key;
   uint8_t n = __atomic_load_n(&e->sampled, __ATOMIC_RELAXED) - 1;
   __atomic_store_n(&e->sampled, n, __ATOMIC_RELAXED);
@@ -169,7 +169,7 @@ static const prof_mark_t in_sample_slab = {mark_nothing, forget_nothing};
 static unsigned shard_of_extent(const extent_t *e) { return prof_shard_of((uintptr_t)e->arena); }
 
 /* Records p after its stack, then any dump the allocation triggers. */
-static void record(void *p, size_t usize, const prof_mark_t *mark) {
+COLD_TEXT static void record(void *p, size_t usize, const prof_mark_t *mark) {
   prof_thread_t *t = &tls_thread.prof;
   /* The bytes allocated since the thread's previous sample, on average (what each
    * stream counted down is not kept). */
@@ -188,7 +188,7 @@ PROF_API_ENTRY void prof_block_record(void *p, size_t usize) { record(p, usize, 
 PROF_API_ENTRY void prof_block_record_in_place(void *p, size_t usize) { record(p, usize, &in_place); }
 PROF_API_ENTRY void prof_block_record_in_slab(void *p, size_t usize) { record(p, usize, &in_sample_slab); }
 
-void prof_block_free(void *p, const extent_t *e) {
+COLD_TEXT void prof_block_free(void *p, const extent_t *e) {
   prof_record_free_keyed(p, (uintptr_t)e, shard_of_extent(e));
 }
 

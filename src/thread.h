@@ -34,6 +34,7 @@ typedef struct thread_state {
   uint64_t allocated;
   uint64_t deallocated;
   uint32_t lock_id;    /* the id lock words store (lock.c: id << 1); 0 until first lock */
+  uint32_t locks_held; /* allocator locks this thread holds now (lock.h) */
   uint8_t cache_state; /* THREAD_NEW ... */
   bool arena_pinned;   /* the program bound it to its arena (thread.arena): never moves */
   /* Slow paths only, after everything the fast paths read. */

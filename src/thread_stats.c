@@ -41,7 +41,7 @@ static void unlink_locked(thread_state_t *t) {
   t->stats_next = t->stats_prev = NULL;
 }
 
-void thread_counts_of_cache(const tcache_t *tc, thread_counts_t *c) {
+COLD_TEXT void thread_counts_of_cache(const tcache_t *tc, thread_counts_t *c) {
   for (unsigned k = 0; k < NCACHED_MAX; k++) {
     const cache_bin_t *b = &tc->bins[k + 1];
     c->nrequests += cache_bin_nmalloc(tc, b);
@@ -50,7 +50,7 @@ void thread_counts_of_cache(const tcache_t *tc, thread_counts_t *c) {
   }
 }
 
-void thread_table_add(thread_table_t *t, const thread_counts_t *c) {
+COLD_TEXT void thread_table_add(thread_table_t *t, const thread_counts_t *c) {
   const char *name = c->name;
   unsigned i;
   for (i = 0; i < t->n; i++)
@@ -78,7 +78,7 @@ void thread_table_add(thread_table_t *t, const thread_counts_t *c) {
 }
 
 /* The observer: runs on the exiting thread, before its cache is destroyed. */
-static void thread_exiting(void *arg) {
+COLD_TEXT static void thread_exiting(void *arg) {
   thread_state_t *me = arg;
   thread_counts_t c;
   memset(&c, 0, sizeof(c));

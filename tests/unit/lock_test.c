@@ -2,7 +2,9 @@
 /* The futex lock: mutual exclusion under heavy contention (a non-atomic counter must
  * come out exact), contention is counted, and trylock fails while the lock is held.
  * Every thread gets its own lock id; fork's handlers are registered with libc only once
- * a second thread takes an id, so a fork before that runs none and one after runs them. */
+ * the process has a second thread (at that thread's first lock, or at the next outermost
+ * lock of a thread once libc says a second thread was started), so a fork before that
+ * runs none and one after runs them. */
 #include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,6 +35,8 @@ static int fork_and_count(void) {
   return prepared - before;
 }
 
+static void *take_no_lock(void *arg) { return arg; }
+
 static void *worker(void *arg) {
   worker_ids[(uintptr_t)arg] = lock_my_id();
   for (int i = 0; i < ROUNDS; i++) {
@@ -54,6 +58,15 @@ int main(void) {
   lock_release(&first);
   CHECK(lock_my_id() == 2, "the first thread's id is 1 (stored shifted): %u", lock_my_id());
   CHECK(fork_and_count() == 0, "one thread: fork runs no handler of ours");
+  /* A second thread that never takes a lock (it could fork while this one holds one):
+   * this thread's next outermost lock registers the handlers. */
+  pthread_t quiet;
+  pthread_create(&quiet, NULL, take_no_lock, NULL);
+  pthread_join(quiet, NULL);
+  CHECK(fork_and_count() == 0, "nothing registered them yet");
+  lock_acquire(&first);
+  lock_release(&first);
+  CHECK(fork_and_count() == 1, "a lock taken after a second thread started: fork runs the handlers");
   pthread_t t[THREADS];
   for (int i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)i);
   for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
@@ -61,7 +74,7 @@ int main(void) {
     CHECK(worker_ids[i] != 0 && worker_ids[i] % 2 == 0, "worker %d id %u", i, worker_ids[i]);
     for (int j = 0; j < i; j++) CHECK(worker_ids[i] != worker_ids[j], "workers %d and %d share id %u", i, j, worker_ids[i]);
   }
-  CHECK(fork_and_count() == 1 && released_in_parent == 1, "a second thread took an id: fork runs the handlers");
+  CHECK(fork_and_count() == 1 && released_in_parent == 2, "and every fork after");
   CHECK(counter == (unsigned long)THREADS * ROUNDS, "counter %lu", counter);
   CHECK(l.n_acquired == (uint64_t)THREADS * ROUNDS, "acquisitions counted: %llu", (unsigned long long)l.n_acquired);
   CHECK(l.n_contended > 0, "contention seen");
