@@ -95,7 +95,7 @@ static inline size_t large_request(size_t size) { return size <= SMALL_MAX ? SMA
 
 /* ---- lock.h ---- */
 typedef struct lock {
-  _Atomic uint32_t state; /* 0 free, else (holder's thread id << 1) | 1 if someone may sleep */
+  _Atomic uint32_t state; /* 0 free, else (holder's lock id << 1) | 1 if someone may sleep (lock.c) */
   bool fork_skipped;      /* fork found it held by the forking thread itself */
   /* Counters, written only by the holder, read (racily) by stats. */
   uint64_t n_acquired;
