@@ -15,7 +15,7 @@
 #define TESSERA_FORK_H
 
 /* Hands the handlers to the locks (once, at boot, before another thread may take a
- * lock): they are registered with libc when a second thread takes a lock. */
+ * lock): they are registered with libc once the process has a second thread (lock.h). */
 void fork_register(void);
 /* Registers them at once when the options need them even without a second thread. May
  * allocate: after boot. */

@@ -29,10 +29,7 @@ static _Atomic uintptr_t fork_handlers_registrar; /* thread_marker() of the thre
 
 uint32_t lock_id_slow(void) {
   uint32_t n = (atomic_fetch_add_explicit(&lock_ids_given, 1, memory_order_relaxed) + 1) & 0x7fffffffu;
-  if (n == 0) n = 1;
-  /* Set first: registering may allocate, and the allocation takes locks. */
-  tls_thread.lock_id = n << 1;
-  if (n >= 2) lock_fork_handlers_arm(); /* before this thread takes its first lock */
+  tls_thread.lock_id = (n != 0 ? n : 1) << 1;
   return tls_thread.lock_id;
 }
 
@@ -49,12 +46,13 @@ void lock_fork_handlers(void (*prepare)(void), void (*parent)(void), void (*chil
   atomic_store_explicit(&lock_fork_handlers_pending, true, memory_order_relaxed);
 }
 
-/* A thread about to take its outermost lock, while the handlers are not registered. A
- * second thread that never allocated (so never took an id) may fork while this one
- * holds the lock: once libc says there is one, the handlers go in first. Registering
- * may allocate, and the caller may be in the middle of moving blocks between its cache
- * and an arena: meanwhile its allocations bypass its cache, as a new thread's do while
- * its cache is made. */
+/* A thread about to take its outermost lock, while the handlers are not registered.
+ * Once libc says the process has started a second thread, the handlers go in first:
+ * that thread may fork while this one holds the lock (also one that never allocated),
+ * and this may be that second thread's own first lock. Registering may allocate, and
+ * the caller may be in the middle of moving blocks between its cache and an arena:
+ * meanwhile its allocations bypass its cache, as a new thread's do while its cache is
+ * made. */
 COLD_TEXT static void arm_bypassing_cache(void) {
   tcache_t *cache = tls_thread.tcache;
   uint8_t state = tls_thread.cache_state;
@@ -74,7 +72,7 @@ void lock_fork_handlers_arm_if_threaded(void) {
 /* Cold: a program with one thread never runs it (lock.h). */
 COLD_TEXT void lock_fork_handlers_arm(void) {
   if (likely(atomic_load_explicit(&fork_handlers_state, memory_order_acquire) == FORK_HANDLERS_REGISTERED)) return;
-  if (fork_prepare_fn == NULL) return; /* the boot thread, before the handlers are known */
+  tessera_assert(fork_prepare_fn != NULL); /* every caller comes after boot handed them over */
   int expected = FORK_HANDLERS_DEFERRED;
   if (atomic_compare_exchange_strong(&fork_handlers_state, &expected, FORK_HANDLERS_REGISTERING)) {
     atomic_store_explicit(&fork_handlers_registrar, thread_marker(), memory_order_relaxed);
@@ -87,8 +85,8 @@ COLD_TEXT void lock_fork_handlers_arm(void) {
    * thread, say): go on. */
   if (atomic_load_explicit(&fork_handlers_registrar, memory_order_relaxed) == thread_marker()) return;
   /* Another thread registers them: a lock taken before it is done could be held at a
-   * fork that runs no handler. The threads that come here hold none (a new id, or a
-   * caller that takes none). */
+   * fork that runs no handler. The threads that come here hold none (lock_acquire's
+   * test, or a caller that takes none). */
   while (atomic_load_explicit(&fork_handlers_state, memory_order_acquire) != FORK_HANDLERS_REGISTERED) os_yield();
 }
 

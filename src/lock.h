@@ -35,26 +35,28 @@ static inline uint32_t lock_my_id(void) {
 
 /* fork's handlers (prepare takes every lock, parent and child release them): they are
  * needed only once the process has a second thread, which may fork while another holds
- * a lock. So they are registered when the second thread takes its id, when a thread
- * takes its outermost lock while libc says the process has had a second thread (one
- * that never allocated may fork), or at once by lock_fork_handlers_arm. Until then a
- * fork copies no page for them, and a program that never has a second thread never
- * maps the libc code that registers them. */
+ * a lock. So they are registered when a thread takes its outermost lock while libc says
+ * the process has started a second thread, or at once by lock_fork_handlers_arm. Until
+ * then a fork copies no page for them, and a program that never has a second thread
+ * never maps the libc code that registers them. */
 void lock_fork_handlers(void (*prepare)(void), void (*parent)(void), void (*child)(void));
 /* Registers the handlers now if they are not yet (at most once; a thread that comes
  * here while another registers them waits for it). */
 void lock_fork_handlers_arm(void);
-/* Until the handlers are registered: lock_acquire's test (lock.c). */
+/* Until the handlers are registered: the test of a thread's outermost lock (lock.c). */
 extern _Atomic bool lock_fork_handlers_pending;
 void lock_fork_handlers_arm_if_threaded(void);
+static inline void lock_fork_check(void) {
+  if (unlikely(atomic_load_explicit(&lock_fork_handlers_pending, memory_order_relaxed)) && tls_thread.locks_held == 0)
+    lock_fork_handlers_arm_if_threaded();
+}
 
 /* Unlocked, counters zero: the all-zero state, so zeroed metadata holds ready locks. */
 void lock_init(lock_t *l);
 void lock_slow(lock_t *l, uint32_t me);
 
 static inline void lock_acquire(lock_t *l) {
-  if (unlikely(atomic_load_explicit(&lock_fork_handlers_pending, memory_order_relaxed)) && tls_thread.locks_held == 0)
-    lock_fork_handlers_arm_if_threaded();
+  lock_fork_check();
   uint32_t me = lock_my_id();
   /* Debug build: taking a lock this thread already holds would deadlock. */
   tessera_assert((atomic_load_explicit(&l->state, memory_order_relaxed) & ~LOCK_WAITERS) != me);
@@ -67,6 +69,7 @@ static inline void lock_acquire(lock_t *l) {
 }
 
 static inline bool lock_try(lock_t *l) {
+  lock_fork_check();
   uint32_t expected = 0;
   if (!atomic_compare_exchange_strong_explicit(&l->state, &expected, lock_my_id(), memory_order_acquire,
                                                memory_order_relaxed))

@@ -154,8 +154,6 @@ bool tcache_boot(void) {
 
 arena_t *thread_arena(void) {
   if (likely(tls_thread.arena != NULL)) return tls_thread.arena;
-  lock_my_id(); /* may allocate (lock.c), and so bind this thread: then it is bound */
-  if (tls_thread.arena != NULL) return tls_thread.arena;
   arena_t *a = arena_choose_for_new_thread();
   atomic_fetch_add(&a->nthreads, 1);
   tls_thread.arena = a;
@@ -270,9 +268,6 @@ tcache_t *tcache_get(void) {
   if (tls_thread.tcache != &tcache_empty) return tls_thread.tcache;
   if (tls_thread.cache_state != THREAD_NEW || !opt_tcache) return NULL;
   tls_thread.cache_state = THREAD_CREATING; /* allocations from here on bypass the cache */
-  /* The thread's lock id: a second thread's registers fork's handlers (lock.c), which
-   * may allocate; here that allocation bypasses the cache, as the exit hook's does. */
-  lock_my_id();
   tcache_t *tc = tcache_create();
   if (tc == NULL) {
     tls_thread.cache_state = THREAD_NEW;

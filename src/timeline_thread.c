@@ -12,7 +12,7 @@
 
 static _Atomic bool timeline_running;
 
-static void counters_now(prof_timeline_counters_t *c) {
+COLD_TEXT static void counters_now(prof_timeline_counters_t *c) {
   stats_snapshot_lock(&stats_print_snapshot);
   stats_refresh(&stats_print_snapshot);
   const tessera_counters *t = &stats_print_snapshot.totals;
@@ -27,13 +27,13 @@ static void counters_now(prof_timeline_counters_t *c) {
   stats_snapshot_unlock(&stats_print_snapshot);
 }
 
-static void append_now(void) {
+COLD_TEXT static void append_now(void) {
   prof_timeline_counters_t c;
   counters_now(&c);
   prof_timeline_append(&c);
 }
 
-static void timeline_main(void) {
+COLD_TEXT static void timeline_main(void) {
   uint64_t period_ns = (uint64_t)opt_timeline_ms * 1000000u;
   uint64_t next = os_now_ns() + period_ns;
   while (atomic_load(&timeline_running)) {
