@@ -74,9 +74,11 @@ static void *freed_large(void) {
   return copy;
 }
 /* A freed block of 100 kB: it waits in the thread's cache of large blocks (hardened
- * mode: in its quarantine), still an active extent for its arena. */
+ * mode: in its quarantine), still an active extent for its arena. Live blocks on both
+ * sides: a block next to free pages goes back to its arena instead (large_cache.h). */
 static void *freed_cached_large(void) {
-  void *p = malloc(100000);
+  void *below = launder(malloc(100000)), *p = malloc(100000), *above = launder(malloc(100000));
+  TT_CHECK(below != NULL && p != NULL && above != NULL);
   memset(p, 1, 4096);
   void *copy = launder(p);
   free(p);
@@ -228,6 +230,10 @@ static void misuse_realloc(void *p) {
   void *q = realloc(p, 100);
   launder(q);
 }
+/* realloc to a large size the block (100 kB or 1 MiB, were it live) would keep: the
+ * in-place answer for a large block must not take a freed or foreign pointer for one. */
+static void misuse_realloc_keep_100k(void *p) { launder(realloc(p, 100000)); }
+static void misuse_realloc_keep_1m(void *p) { launder(realloc(p, (size_t)1 << 20)); }
 static void misuse_usable_size(void *p) {
   volatile size_t n = malloc_usable_size(p);
   (void)n;
@@ -327,6 +333,9 @@ static const misuse_case cases[] = {
     {"usable_size_freed_large", USABLE_FREED, freed_large, misuse_usable_size, NULL},
     {"realloc_freed_small", REALLOC_DOUBLE_FREE, freed_small, misuse_realloc, NULL},
     {"realloc_freed_large", REALLOC_DOUBLE_FREE, freed_large, misuse_realloc, NULL},
+    {"realloc_keep_freed_large", REALLOC_DOUBLE_FREE, freed_large, misuse_realloc_keep_1m, NULL},
+    {"realloc_keep_freed_cached_large", REALLOC_DOUBLE_FREE, freed_cached_large, misuse_realloc_keep_100k, NULL},
+    {"realloc_keep_middle_large", REALLOC_INVALID, middle_of_large, misuse_realloc_keep_1m, NULL},
     {"realloc_zero_freed_small", REALLOC_DOUBLE_FREE, freed_small, misuse_realloc_zero, NULL},
     {"free_never_handed_out", FREE_INVALID, never_handed_out, misuse_free_flush, NULL},
     {"usable_size_never_handed_out", USABLE_INVALID, never_handed_out_flushed, misuse_usable_size, NULL},
