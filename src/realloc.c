@@ -129,17 +129,16 @@ NOINLINE PROF_API_ENTRY static bool resize_sampled_in_place(void *p, extent_t *e
   return true;
 }
 
-/* Whether p is a live large block (not sampled) whose usable size a request of size
- * bytes (> LOOKUP_MAX) keeps: a string growing a few bytes at a time past 32 KiB asks
- * for that on nearly every call (docs/design.md: 134 -> 83 instructions a call). Read
- * through the page map alone; anything else, misuse included, takes the general path,
- * which names it. Out of the start-up code's window (structure.footprint): programs of
- * small blocks never call it. */
+/* Whether p is a live large block whose usable size a request of size bytes (>
+ * LOOKUP_MAX) keeps, the answer realloc_block gives after the general lookup: a string
+ * growing a few bytes at a time past 32 KiB asks for that on nearly every call
+ * (docs/design.md). Read through the page map alone; anything else, misuse included,
+ * takes the general path, which names it. Out of the start-up code's window
+ * (structure.footprint): programs of small blocks never call it. */
 COLD_TEXT static bool large_keeps_size(const void *p, size_t size) {
   const extent_t *e = pm_extent(pagemap_get((uintptr_t)p));
   return e != NULL && e->addr == (uintptr_t)p && __atomic_load_n(&e->state, __ATOMIC_RELAXED) == EXTENT_LARGE &&
-         !__atomic_load_n(&e->thread_cached, __ATOMIC_RELAXED) && !e->sampled &&
-         large_usable_size(size) == e->npages * PAGE;
+         !__atomic_load_n(&e->thread_cached, __ATOMIC_RELAXED) && large_usable_size(size) == e->npages * PAGE;
 }
 
 /* realloc of block p in the default mode, beyond the entry's case (p keeps its class): a
@@ -199,6 +198,15 @@ NOINLINE PROF_API_ENTRY static void *realloc_block(void *p, size_t size, const c
   return q; /* NULL: errno is ENOMEM; p is untouched */
 }
 
+/* realloc of block p to size > LOOKUP_MAX bytes: the entry's case for a large block
+ * (large_keeps_size), else realloc_block. A tail call from the entry, which therefore
+ * saves no register for it; in the profiler's section (prof_hooks.h), as the entry's
+ * frame is gone when it calls realloc_block. */
+NOINLINE PROF_API_ENTRY static void *realloc_large(void *p, size_t size) {
+  if (large_keeps_size(p, size)) return p;
+  return realloc_block(p, size, NULL);
+}
+
 /* realloc: the default entry. realloc(NULL, n) is a malloc, and the only call of
  * programs that allocate through realloc alone: a test and a jump, before any register
  * is saved. */
@@ -215,8 +223,8 @@ PROF_API_ENTRY static void *realloc_default(void *p, size_t size) {
     uint32_t offset;
     plain = block_live_cached_class(p, &offset);
     if (plain != NULL && class_of_lookup[(size + 15) >> 4] == (unsigned)(plain - class_infos)) return p;
-  } else if (size > LOOKUP_MAX && large_keeps_size(p, size)) { /* the same for a large block */
-    return p;
+  } else if (size != 0) {
+    return realloc_large(p, size);
   }
   return realloc_block(p, size, plain);
 }
