@@ -272,8 +272,7 @@ static extent_t *large_extent(arena_t *a, size_t usable, size_t align, size_t ga
     a->lextent_nmalloc[j]++;
     a->lextent_cur[j]++;
   }
-  purge_tick(a);
-  lock_release(&a->extent_lock);
+  purge_tick_unlock(a);
   return e;
 }
 
@@ -314,8 +313,7 @@ static void arena_free_large_unguarded(arena_t *a, extent_t *e, bool moved) {
   a->lextent_cur[j]--;
   if (moved) extent_free_moved(a, e);
   else extent_free(a, e);
-  purge_tick(a);
-  lock_release(&a->extent_lock);
+  purge_tick_unlock(a);
 }
 
 void arena_free_large(arena_t *a, extent_t *e) {
@@ -377,6 +375,7 @@ void arena_free_small(extent_t *slab, void *p) {
   bin_lock(a, bin);
   bin_free_locked(a, bin, slab, p);
   lock_release(&bin->lock);
+  purge_run_deferred(); /* what a decay slice took out meanwhile */
 }
 
 /*
@@ -426,6 +425,8 @@ COLD_TEXT void arenas_fork_child(void) {
     if (arenas[i] != NULL)
       for (unsigned c = 0; c < NSMALL; c++)
         if (bin_lock_busy(&arenas[i]->bins[c].lock, me)) atomic_store(&arenas[i]->bins[c].lock.state, 0);
+  for (unsigned i = 0; i < arenas_count(); i++)
+    if (arenas[i] != NULL) purge_fork_child(arenas[i]);
   arenas_fork_release();
   for (unsigned i = 0; i < arenas_count(); i++)
     if (arenas[i] != NULL) { /* only what changes: each page written is copied */

@@ -46,8 +46,7 @@ extent_t *bin_slab_new(arena_t *a, unsigned c) {
     return slab;
   }
   slab = extent_alloc(a, ci->slab_pages, 1, EXTENT_SLAB, c + 1, false, &zeroed);
-  purge_tick(a);
-  lock_release(&a->extent_lock);
+  purge_tick_defer(a);
   if (slab == NULL) return NULL;
   slab->class_id = (uint8_t)c;
   slab->nregs = ci->nregs;
@@ -128,6 +127,7 @@ static unsigned take_regions(arena_t *a, unsigned c, void **out, unsigned n, uns
   bin->nrequests += requests;
   if (requests == 0 && new_fill && got > 0) bin->nfills++;
   lock_release(&bin->lock);
+  purge_run_deferred(); /* what a decay slice took out meanwhile */
   return got;
 }
 
@@ -245,12 +245,11 @@ static void stash_slab(arena_t *a, bin_t *bin, extent_t *slab) {
   bin->curslabs--;
   lock_acquire(&a->extent_lock);
   stash_put(a, slab);
-  purge_tick(a);
-  lock_release(&a->extent_lock);
+  purge_tick_defer(a);
 }
 
 /* An empty slab: keep it as the spare, or give it to the arena's slab stash. */
-static void slab_empty(arena_t *a, bin_t *bin, extent_t *slab) {
+static __attribute__((noinline)) void slab_empty(arena_t *a, bin_t *bin, extent_t *slab) {
   slab->lent = 0; /* none of its regions is out, lent or not */
   if (bin->spare == NULL) {
     bin->spare = slab;
@@ -322,6 +321,7 @@ void bin_release_empty(arena_t *a, unsigned c) {
     stash_slab(a, bin, spare);
   }
   lock_release(&bin->lock);
+  purge_run_deferred(); /* what a decay slice took out meanwhile */
 }
 
 /*
@@ -409,5 +409,6 @@ unsigned bin_flush(arena_t *a, unsigned c, void **items, unsigned n) {
   bin->curregs -= n - kept;
   bin->nflushes++;
   lock_release(&bin->lock);
+  purge_run_deferred(); /* what a decay slice took out meanwhile */
   return kept;
 }

@@ -1062,12 +1062,21 @@ static extent_t *take_top(arena_t *a, extent_set_t *set, extent_t *e, size_t pag
 /* Hands the pages of e (out of every set) below its top `done` ones to the OS for state
  * `to`, MOVE_STEP_PAGES per call from the top down, until all are done or the deadline
  * has passed (0: none). Returns the pages done: the top ones of e. */
+/* One step of hand_back_pages: the n pages of e below its top `done` ones. */
+static void hand_back_step(const extent_t *e, unsigned to, size_t done, size_t n) {
+  void *at = (void *)(e->addr + (e->npages - done - n) * PAGE);
+  if (to == EXTENT_MUZZY) os_lazy_free_pages(at, n * PAGE);
+  else os_release_pages(at, n * PAGE);
+}
+
+static size_t step_pages(const extent_t *e, size_t done) {
+  return e->npages - done < MOVE_STEP_PAGES ? e->npages - done : MOVE_STEP_PAGES;
+}
+
 static size_t hand_back_pages(arena_t *a, const extent_t *e, unsigned to, size_t done, uint64_t deadline_ns) {
   while (done < e->npages) {
-    size_t n = e->npages - done < MOVE_STEP_PAGES ? e->npages - done : MOVE_STEP_PAGES;
-    void *at = (void *)(e->addr + (e->npages - done - n) * PAGE);
-    if (to == EXTENT_MUZZY) os_lazy_free_pages(at, n * PAGE);
-    else os_release_pages(at, n * PAGE);
+    size_t n = step_pages(e, done);
+    hand_back_step(e, to, done, n);
     a->nmadvise++;
     done += n;
     if (deadline_ns != 0 && done < e->npages && os_now_ns() >= deadline_ns) break;
@@ -1148,6 +1157,61 @@ size_t extent_move_oldest(arena_t *a, unsigned from, unsigned to, size_t keep_pa
     if (deadline_ns != 0 && os_now_ns() >= deadline_ns) break;
   }
   return moved;
+}
+
+COLD_TEXT size_t extent_detach_oldest(arena_t *a, size_t keep_pages, extent_batch_t *b) {
+  lock_assert_held(&a->extent_lock);
+  size_t taken = 0;
+  if (a->dirty.npages <= keep_pages || b->n == EXTENT_DETACH_MAX) return 0;
+  a->npurge++;
+  while (a->dirty.npages > keep_pages && b->n < EXTENT_DETACH_MAX) {
+    extent_t *e = take_top(a, &a->dirty, a->dirty.lru.head, a->dirty.npages - keep_pages, EXTENT_DIRTY);
+    extent_list_append(&a->purging, e);
+    a->purging_pages += e->npages;
+    b->extents[b->n++] = e;
+    taken += e->npages;
+  }
+  return taken;
+}
+
+COLD_TEXT void extent_hand_back_detached(extent_batch_t *b) {
+  for (unsigned i = 0; i < b->n; i++) {
+    const extent_t *e = b->extents[i];
+    for (size_t done = 0, n; done < e->npages; done += n) {
+      n = step_pages(e, done);
+      hand_back_step(e, b->to, done, n);
+      b->nmadvise++;
+    }
+  }
+}
+
+/* e, out of every set, off the purging list. */
+static void end_detached(arena_t *a, extent_t *e) {
+  extent_list_remove(&a->purging, e);
+  tessera_assert(a->purging_pages >= e->npages);
+  a->purging_pages -= e->npages;
+}
+
+COLD_TEXT void extent_insert_detached(arena_t *a, extent_batch_t *b) {
+  lock_assert_held(&a->extent_lock);
+  a->nmadvise += b->nmadvise;
+  for (unsigned i = 0; i < b->n; i++) {
+    extent_t *e = b->extents[i];
+    end_detached(a, e);
+    count_handed_back(a, b->to, e->npages);
+    insert_free(a, e, b->to);
+  }
+  b->n = 0;
+  b->nmadvise = 0;
+}
+
+COLD_TEXT void extent_restore_detached(arena_t *a) {
+  lock_assert_held(&a->extent_lock);
+  extent_t *e;
+  while ((e = a->purging.head) != NULL) {
+    end_detached(a, e);
+    insert_free(a, e, EXTENT_DIRTY);
+  }
 }
 
 size_t extent_purge(arena_t *a, size_t keep_pages) {

@@ -106,6 +106,38 @@ size_t extent_release_unusable(arena_t *a, uint64_t deadline_ns);
  * keep_pages remain in `from`, or until deadline_ns (0: none) has passed. Returns the
  * pages moved. */
 size_t extent_move_oldest(arena_t *a, unsigned from, unsigned to, size_t keep_pages, uint64_t deadline_ns);
+/*
+ * Purging with the extent lock released. A madvise call takes microseconds (more when
+ * the kernel must flush the TLBs of the other CPUs running the process's threads), and
+ * every thread that needs a slab or a large block meanwhile waits for the extent lock,
+ * and every thread needing that class's bin waits behind it: eight threads passing
+ * blocks of 16 B-16 KiB to each other waited on the locks for twice as long with
+ * decay on as with it off. So a decay slice takes the oldest dirty extents out of the
+ * dirty set (extent_detach_oldest, lock held), the pages go to the OS with the lock
+ * released (extent_hand_back_detached), and the extents go into the muzzy or retained
+ * set with the lock held again (extent_insert_detached). While out, an extent is in no
+ * set and its bounds map to nothing: no free merges with it, no request takes it. The
+ * arena lists the extents that are out (its purging list), so that a child process
+ * forked meanwhile, where the thread handing them back does not exist, gets them back
+ * as dirty pages (extent_restore_detached).
+ */
+#define EXTENT_DETACH_MAX 16
+typedef struct extent_batch {
+  extent_t *extents[EXTENT_DETACH_MAX];
+  unsigned n;
+  unsigned to;       /* EXTENT_MUZZY or EXTENT_RETAINED */
+  uint64_t nmadvise; /* calls made by extent_hand_back_detached */
+} extent_batch_t;
+/* Takes the oldest dirty extents (the top of the last one when it is bigger than what
+ * must go) out until at most keep_pages dirty pages remain or the batch is full.
+ * Returns the pages taken. Lock held. */
+size_t extent_detach_oldest(arena_t *a, size_t keep_pages, extent_batch_t *b);
+/* Hands the batch's pages to the OS for state b->to. No lock needed (nor held, ideally). */
+void extent_hand_back_detached(extent_batch_t *b);
+/* Puts the batch's extents in the set of b->to, counted as handed back. Lock held. */
+void extent_insert_detached(arena_t *a, extent_batch_t *b);
+/* In a forked child: every extent that was out goes back to the dirty set. Lock held. */
+void extent_restore_detached(arena_t *a);
 /* Releases every muzzy page and dirty pages down to keep_pages. Returns pages released. */
 size_t extent_purge(arena_t *a, size_t keep_pages);
 /* Unmaps every retained extent (their page-map entries cleared, mapped_pages lowered).
@@ -115,7 +147,7 @@ size_t extent_unmap_retained(arena_t *a);
  * unmaps the retained ones. Returns the pages unmapped. */
 size_t extent_trim(arena_t *a);
 /* Set when the OS refused a mapping, cleared when a full growth step succeeds again:
- * while it is set, freed memory is unmapped at once (purge_tick), so that mappings the
+ * while it is set, freed memory is unmapped at once (purge_tick_unlock), so that mappings the
  * program makes itself (thread stacks) fit under an address-space limit. */
 extern _Atomic bool extent_pressure;
 /* Bytes every arena has mapped (what the soft limit, option limit, counts with base). */

@@ -55,8 +55,7 @@ static void sample_slab_release(arena_t *a, bin_t *bin, extent_t *slab) {
   bin->curslabs--;
   lock_acquire(&a->extent_lock);
   stash_put(a, slab);
-  purge_tick(a);
-  lock_release(&a->extent_lock);
+  purge_tick_defer(a);
 }
 
 COLD_TEXT void *prof_slab_alloc(arena_t *a, unsigned c) {
@@ -82,6 +81,7 @@ COLD_TEXT void *prof_slab_alloc(arena_t *a, unsigned c) {
     prof_meta_slab_padding_add(-(ptrdiff_t)size);
   }
   lock_release(&bin->lock);
+  purge_run_deferred(); /* what a decay slice took out meanwhile */
   return p;
 }
 
@@ -105,4 +105,5 @@ COLD_TEXT void prof_slab_free(extent_t *slab, void *p) {
     }
   }
   lock_release(&bin->lock);
+  purge_run_deferred(); /* what a decay slice took out meanwhile */
 }

@@ -80,7 +80,18 @@ static size_t dirty_cap(arena_t *a, ssize_t dirty_ms, uint64_t epoch_before) {
   return (a->active_peak_pages - a->active_pages) / 2 + dirty_slack(a);
 }
 
-size_t purge_decay_locked(arena_t *a, uint64_t now, uint64_t deadline) {
+/* The dirty stage's pages of a down to keep_pages, moved to `next` under the lock, or
+ * with a batch (purge_tick_unlock) taken out to be handed back after it. */
+COLD_TEXT static size_t dirty_move_oldest(arena_t *a, unsigned next, size_t keep_pages, uint64_t deadline, extent_batch_t *batch) {
+  if (batch == NULL || (batch->n > 0 && batch->to != next))
+    return extent_move_oldest(a, EXTENT_DIRTY, next, keep_pages, deadline);
+  batch->to = next;
+  return extent_detach_oldest(a, keep_pages, batch);
+}
+
+/* purge_decay_locked; with a batch, the dirty stage's pages due are taken out into it
+ * instead of handed back here (deadline then bounds the other stages' work only). */
+static size_t decay_pass(arena_t *a, uint64_t now, uint64_t deadline, extent_batch_t *batch) {
   lock_assert_held(&a->extent_lock);
   ssize_t dirty_ms = atomic_load_explicit(&a->dirty_decay_ms, memory_order_relaxed);
   ssize_t muzzy_ms = atomic_load_explicit(&a->muzzy_decay_ms, memory_order_relaxed);
@@ -107,9 +118,8 @@ size_t purge_decay_locked(arena_t *a, uint64_t now, uint64_t deadline) {
   /* The cap is a bound on memory, not a pace: what exceeds it goes now, whatever the
    * time budget (in steps of a few MiB per system call); the curve's share below it is
    * what the budget paces. */
-  if (dirty_ms >= 0 && a->dirty.npages > dirty_cap_pages)
-    moved += extent_move_oldest(a, EXTENT_DIRTY, next, dirty_cap_pages, 0);
-  if (a->dirty.npages > dirty_keep) moved += extent_move_oldest(a, EXTENT_DIRTY, next, dirty_keep, deadline);
+  if (dirty_ms >= 0 && a->dirty.npages > dirty_cap_pages) moved += dirty_move_oldest(a, next, dirty_cap_pages, 0, batch);
+  if (a->dirty.npages > dirty_keep) moved += dirty_move_oldest(a, next, dirty_keep, deadline, batch);
   /* Runs no request can use, whatever the curve allows (extent.c, "Free runs of fewer
    * pages than any slab"); not when the program asked to keep every free page. */
   if (dirty_ms >= 0) moved += extent_release_unusable(a, deadline);
@@ -120,6 +130,8 @@ size_t purge_decay_locked(arena_t *a, uint64_t now, uint64_t deadline) {
   a->tick_muzzy_keep = keep;
   return moved;
 }
+
+size_t purge_decay_locked(arena_t *a, uint64_t now, uint64_t deadline) { return decay_pass(a, now, deadline, NULL); }
 
 size_t purge_trim_locked(arena_t *a) {
   lock_assert_held(&a->extent_lock);
@@ -134,7 +146,7 @@ size_t purge_trim(arena_t *a) {
   return unmapped;
 }
 
-/* Calls of purge_tick that may skip the decay pass in a row, while both stages stay
+/* Calls of purge_tick_unlock that may skip the decay pass in a row, while both stages stay
  * within what the last pass let them keep: a pass reads the clock and walks the curve,
  * and a program allocating and freeing slabs or large blocks calls this on every one
  * (the curve itself moves in epochs of decay_ms / 200, so it loses nothing). */
@@ -148,19 +160,58 @@ static bool tick_can_skip(arena_t *a) {
   return true;
 }
 
-void purge_tick(arena_t *a) {
+/* The decay slice of purge_tick_unlock, the lock still held: what the dirty stage must
+ * give back is taken out into batch. */
+static void tick(arena_t *a, extent_batch_t *batch) {
   /* The OS refused memory lately: what is freed goes back at once, address space too. */
   if (unlikely(atomic_load_explicit(&extent_pressure, memory_order_relaxed))) purge_trim_locked(a);
   else if (unlikely(oom_reserve_wanted())) oom_reserve_fill(); /* given up, and memory is back */
   else if (tick_can_skip(a)) return;
   a->tick_skipped = 0;
   uint64_t now = os_now_ns();
-  purge_decay_locked(a, now, now + DECAY_BUDGET_NS);
+  decay_pass(a, now, now + DECAY_BUDGET_NS, batch);
   /* Lots of unused memory: a thread that returns it even while the program is idle. */
   if (unlikely(opt_background_thread_auto != 0 &&
                (a->dirty.npages + a->stash_pages + a->muzzy.npages) * PAGE >= opt_background_thread_auto &&
                !atomic_load_explicit(&purge_background_active, memory_order_relaxed)))
     atomic_store_explicit(&purge_wants_background, true, memory_order_relaxed);
+}
+
+/* The thread's batch: taken out under an extent lock, handed back once the thread holds
+ * no lock (purge_run_deferred). busy: being handed back (a signal handler's malloc
+ * meanwhile purges under the lock). */
+INTERNAL __thread purge_deferred_t purge_deferred __attribute__((tls_model("initial-exec")));
+
+void purge_tick_defer(arena_t *a) {
+  purge_deferred_t *d = &purge_deferred;
+  bool batch_ok = !d->busy && (d->batch.n == 0 || d->arena == a);
+  tick(a, batch_ok ? &d->batch : NULL);
+  if (d->batch.n > 0) d->arena = a;
+  lock_release(&a->extent_lock);
+}
+
+void purge_tick_unlock(arena_t *a) {
+  purge_tick_defer(a);
+  purge_run_deferred();
+}
+
+COLD_TEXT void purge_hand_back_deferred(void) {
+  purge_deferred_t *d = &purge_deferred;
+  arena_t *a = d->arena;
+  d->busy = true;
+  extent_hand_back_detached(&d->batch);
+  lock_acquire(&a->extent_lock);
+  extent_insert_detached(a, &d->batch);
+  lock_release(&a->extent_lock);
+  d->arena = NULL;
+  d->busy = false;
+}
+
+COLD_TEXT void purge_fork_child(arena_t *a) {
+  /* The threads handing back batches are gone, except this one if it forked from a
+   * signal handler while it had a batch out: it finishes that batch itself, and the
+   * others' extents stay out (their pages lost to this child, never reused). */
+  if (purge_deferred.batch.n == 0) extent_restore_detached(a);
 }
 
 size_t purge_arena(arena_t *a, bool all) {

@@ -43,7 +43,8 @@ static void read_extents(arena_t *a, arena_stats_t *s) {
   lock_acquire(&a->extent_lock);
   s->mapped = a->mapped_pages * PAGE;
   s->pactive = a->active_pages;
-  s->pdirty = a->dirty.npages + a->stash_pages; /* stashed empty slabs are free, resident pages */
+  /* stashed empty slabs are free, resident pages; so are the pages being handed back */
+  s->pdirty = a->dirty.npages + a->stash_pages + a->purging_pages;
   s->pmuzzy = a->muzzy.npages;
   s->pretained = a->retained.npages;
   s->large_allocated = a->large_allocated;

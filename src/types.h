@@ -232,7 +232,7 @@ typedef struct arena {
   size_t active_pages;       /* pages in slabs and large blocks */
   size_t active_peak_pages;  /* recent peak of active_pages (decays over dirty_decay_ms) */
   /* What the last full decay pass let each stage keep, and the passes skipped since
-   * (purge_tick: a pass reads the clock and walks the curve; most calls need neither). */
+   * (purge_tick_unlock: a pass reads the clock and walks the curve; most calls need neither). */
   size_t tick_dirty_keep;
   size_t tick_muzzy_keep;
   unsigned tick_skipped;
@@ -267,6 +267,10 @@ typedef struct arena {
   extent_heap_t stash[NSMALL];
   extent_list_t stash_lru;
   size_t stash_pages;
+  /* Extents a decay slice took out to hand back with the lock released (extent.h,
+   * "Purging with the extent lock released"), and their pages. */
+  extent_list_t purging;
+  size_t purging_pages;
   bin_t bins[NSMALL];
 } arena_t;
 

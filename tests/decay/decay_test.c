@@ -7,6 +7,11 @@
  *   curve       dirty_decay_ms:1000: after 1.5 s of idleness plus one allocation, released
  *   background  background_thread:true: released while the program sleeps, no activity
  *   fork        background_thread:true survives fork: the child allocates and exits 0
+ *   purge_fork  threads churning slabs and large blocks with dirty_decay_ms:1 hand pages
+ *               back all the time, with the extent lock released while they do; children
+ *               forked meanwhile get every extent that was out back as a free one: after a
+ *               purge of everything the child's dirty count is 0 (an extent left out would
+ *               stay counted), and it allocates and frees normally
  *   absorb      a freed block next to released pages: a bigger request (below 1 MiB)
  *               reuses its resident pages and faults only the pages it lacks (not a whole
  *               released extent)
@@ -23,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <malloc.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -107,6 +114,47 @@ static size_t stats_dirty(void) {
 
 static void purge_all(void) {
   TT_CHECKF(tessera_ctl("arena.4096.purge", NULL, NULL, NULL, 0) == 0, "arena.4096.purge");
+}
+
+/* purge_fork: churning threads, and children forked while their decay slices run. */
+static atomic_bool churn_stop;
+static void *churn(void *arg) {
+  unsigned seed = (unsigned)(uintptr_t)arg;
+  void *held[64] = {0};
+  while (!atomic_load(&churn_stop)) {
+    unsigned i = (seed = seed * 1103515245u + 12345u) % 64;
+    free(held[i]);
+    /* mostly slabs of several classes, some large blocks */
+    size_t size = (seed >> 8) % 8 == 0 ? (size_t)64 * 1024 + (seed >> 12) % (512 * 1024) : 16 + (seed >> 12) % 8192;
+    held[i] = malloc(size);
+    TT_CHECKF(held[i] != NULL, "malloc(%zu)", size);
+    memset(held[i], 1, size < 256 ? size : 256);
+  }
+  for (int i = 0; i < 64; i++) free(held[i]);
+  return NULL;
+}
+
+static void scenario_purge_fork(void) {
+  pthread_t threads[3];
+  for (uintptr_t t = 0; t < 3; t++) TT_CHECKF(pthread_create(&threads[t], NULL, churn, (void *)(t + 1)) == 0, "thread");
+  for (int round = 0; round < 40; round++) {
+    sleep_ms(5);
+    pid_t pid = fork();
+    TT_CHECKF(pid >= 0, "fork");
+    if (pid == 0) {
+      for (int i = 0; i < 1000; i++) free(malloc(16 + (size_t)i * 37));
+      purge_all();
+      size_t dirty = stats_dirty();
+      if (dirty != 0) fprintf(stderr, "child %d: %zu bytes still dirty after a purge of everything\n", round, dirty);
+      _exit(dirty == 0 ? 0 : 1);
+    }
+    int status;
+    TT_CHECKF(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d", round);
+  }
+  atomic_store(&churn_stop, true);
+  for (int t = 0; t < 3; t++) pthread_join(threads[t], NULL);
+  purge_all();
+  TT_CHECKF(stats_dirty() == 0, "parent: dirty after a purge of everything");
 }
 
 /* Two adjacent 512 KiB blocks; the first freed and released, the second freed (resident):
@@ -351,7 +399,7 @@ static void scenario_unusable_runs(void) {
 }
 
 int main(int argc, char **argv) {
-  TT_CHECKF(argc == 2, "usage: decay_test trim|immediate|never|curve|background|fork|absorb|gather|gather_never|calloc_read_through|calloc_sparse|calloc_dense|calloc_phases|unusable_runs");
+  TT_CHECKF(argc == 2, "usage: decay_test trim|immediate|never|curve|background|fork|purge_fork|absorb|gather|gather_never|calloc_read_through|calloc_sparse|calloc_dense|calloc_phases|unusable_runs");
   TT_CHECKF(strcmp(tessera_version(), "") != 0, "not running on tessera");
   const char *mode = argv[1];
   size_t base = rss_bytes();
@@ -399,6 +447,8 @@ int main(int argc, char **argv) {
       int status;
       TT_CHECKF(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d", round);
     }
+  } else if (strcmp(mode, "purge_fork") == 0) {
+    scenario_purge_fork();
   } else if (strcmp(mode, "absorb") == 0) {
     scenario_absorb();
   } else if (strcmp(mode, "gather") == 0 || strcmp(mode, "gather_never") == 0) {

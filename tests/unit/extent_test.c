@@ -8,7 +8,11 @@
  *   - every free extent sits in the set of its state, in the right bucket, with its
  *     first and last page mapped to it with code 0;
  *   - no free extent has a free neighbour of the same state (coalescing is complete);
- *   - extents never overlap, and active + dirty + retained pages == mapped pages;
+ *   - extents never overlap, and active + dirty + retained pages + pages out for
+ *     purging == mapped pages;
+ *   - an extent out for purging (taken out under the lock, its pages handed back with
+ *     the lock released) is in no set and no free merges with it or takes it, until it
+ *     is put in the retained (or muzzy) set; a forked child puts them back as dirty;
  *   - data written into an active extent is intact when it is freed or resized, and
  *     retained memory reads as zero.
  */
@@ -33,6 +37,7 @@ static unsigned nactive;
 static extent_t *all[MAX_ALL];
 static unsigned nall;
 static size_t walked_pages[3];
+static extent_batch_t batch; /* out for purging, put back some steps later */
 
 static uint64_t pattern(const extent_t *e, size_t page) { return (e->addr >> LG_PAGE) * 2654435761u + page; }
 
@@ -86,6 +91,17 @@ static void check_invariants(void) {
     all[nall++] = e;
   }
   CHECK(active_pages == arena->active_pages, "active pages %zu vs %zu", active_pages, arena->active_pages);
+  size_t out_pages = 0, listed_out = 0;
+  for (unsigned i = 0; i < batch.n; i++) {
+    extent_t *e = batch.extents[i];
+    CHECK(pm_extent(pagemap_get(e->addr)) != e && pm_extent(pagemap_get(e->addr + (e->npages - 1) * PAGE)) != e,
+          "an extent out for purging is not mapped: no free merges with it");
+    out_pages += e->npages;
+    all[nall++] = e;
+  }
+  for (const extent_t *e = arena->purging.head; e != NULL; e = e->lru_next) listed_out += e->npages;
+  CHECK(out_pages == arena->purging_pages && listed_out == out_pages, "pages out for purging %zu, listed %zu, counted %zu",
+        out_pages, listed_out, arena->purging_pages);
   const extent_set_t *sets[3] = {&arena->dirty, &arena->muzzy, &arena->retained};
   unsigned states[3] = {EXTENT_DIRTY, EXTENT_MUZZY, EXTENT_RETAINED};
   for (int s = 0; s < 3; s++) {
@@ -105,7 +121,7 @@ static void check_invariants(void) {
     }
   CHECK(walked_pages[0] == arena->dirty.npages && walked_pages[1] == arena->muzzy.npages &&
             walked_pages[2] == arena->retained.npages, "set page counts");
-  CHECK(active_pages + walked_pages[0] + walked_pages[1] + walked_pages[2] == arena->mapped_pages,
+  CHECK(active_pages + walked_pages[0] + walked_pages[1] + walked_pages[2] + out_pages == arena->mapped_pages,
         "pages add up to mapped");
   qsort(all, nall, sizeof(all[0]), by_addr);
   for (unsigned i = 1; i < nall; i++)
@@ -167,7 +183,26 @@ int main(void) {
       size_t want = 1 + unit_rand() % (e->npages - 1);
       CHECK(extent_shrink_in_place(arena, e, want, CODE_LARGE), "shrink");
       verify(e, want);
+    } else if (op < 98) {
+      /* A decay slice's batch: taken out now, handed back and put in place later (other
+       * steps run meanwhile, as other threads do while the lock is released). */
+      if (batch.n == 0) {
+        size_t keep = unit_rand() % 500, before = arena->dirty.npages;
+        batch.to = unit_rand() % 4 ? EXTENT_RETAINED : EXTENT_MUZZY;
+        size_t taken = extent_detach_oldest(arena, keep, &batch);
+        CHECK(before <= keep ? taken == 0 : before - taken == arena->dirty.npages, "detached %zu pages", taken);
+        CHECK(arena->dirty.npages <= keep || batch.n == EXTENT_DETACH_MAX, "dirty down to %zu or a full batch", keep);
+      } else if (unit_rand() % 3 == 0) {
+        extent_t *first = batch.extents[0];
+        lock_release(&arena->extent_lock);
+        extent_hand_back_detached(&batch);
+        lock_acquire(&arena->extent_lock);
+        if (batch.to == EXTENT_RETAINED) CHECK(*(volatile uint64_t *)first->addr == 0, "handed back pages read as zero");
+        extent_insert_detached(arena, &batch);
+        CHECK(batch.n == 0 && arena->purging_pages == 0, "batch put back");
+      }
     } else if (op < 99) {
+      if (batch.n > 0) continue; /* extent_purge covers the sets, not what is out */
       size_t keep = unit_rand() % 2 ? 0 : unit_rand() % 1000;
       extent_purge(arena, keep);
       CHECK(arena->dirty.npages <= keep && arena->muzzy.npages == 0, "purged down to %zu", keep);
@@ -179,6 +214,14 @@ int main(void) {
     }
     check_invariants();
   }
+  /* What was out when a child was forked goes back as dirty pages in the child. */
+  if (batch.n == 0) extent_detach_oldest(arena, 0, &batch);
+  size_t out = arena->purging_pages, dirty = arena->dirty.npages;
+  extent_restore_detached(arena);
+  CHECK(arena->purging_pages == 0 && arena->purging.head == NULL && arena->dirty.npages >= dirty + out,
+        "restored %zu pages out for purging as dirty", out);
+  batch.n = 0;
+  check_invariants();
   while (nactive > 0) extent_free(arena, active[--nactive]);
   check_invariants();
   extent_purge(arena, 0);
