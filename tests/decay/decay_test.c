@@ -7,6 +7,9 @@
  *   curve       dirty_decay_ms:1000: after 1.5 s of idleness plus one allocation, released
  *   background  background_thread:true: released while the program sleeps, no activity
  *   fork        background_thread:true survives fork: the child allocates and exits 0
+ *   stash_large empty slabs kept whole for their class, none next to another of the
+ *               oldest ones: a 2 MiB request takes their pages (the stash turned into free
+ *               runs until one fits) rather than new ones, so RSS does not grow
  *   purge_fork  threads churning slabs and large blocks with dirty_decay_ms:1 hand pages
  *               back all the time, with the extent lock released while they do; children
  *               forked meanwhile get every extent that was out back as a free one: after a
@@ -114,6 +117,32 @@ static size_t stats_dirty(void) {
 
 static void purge_all(void) {
   TT_CHECKF(tessera_ctl("arena.4096.purge", NULL, NULL, NULL, 0) == 0, "arena.4096.purge");
+}
+
+/* stash_large: 512 slabs of 4 KiB blocks and 512 of 8 KiB ones, alternating in memory
+ * (no thread cache: each malloc takes its region from the bin, so slabs are made one at
+ * a time), all freed, the 4 KiB ones first: the oldest stashed slabs have no free
+ * neighbour, and only all of them together make a 2 MiB run. */
+static void scenario_stash_large(void) {
+  enum { ROUNDS = 512 };
+  static void *small[ROUNDS * 4], *medium[ROUNDS * 2];
+  purge_all();
+  for (int r = 0; r < ROUNDS; r++) {
+    for (int i = 0; i < 4; i++) small[r * 4 + i] = malloc(4096);
+    for (int i = 0; i < 2; i++) medium[r * 2 + i] = malloc(8192);
+  }
+  for (int i = 0; i < ROUNDS * 4; i++) memset(small[i], 1, 4096);
+  for (int i = 0; i < ROUNDS * 2; i++) memset(medium[i], 2, 8192);
+  for (int i = 0; i < ROUNDS * 4; i++) free(small[i]);
+  for (int i = 0; i < ROUNDS * 2; i++) free(medium[i]);
+  size_t before = rss_bytes();
+  char *big = malloc(2 * MIB);
+  TT_CHECKF(big != NULL, "malloc(2 MiB)");
+  memset(big, 3, 2 * MIB);
+  size_t after = rss_bytes();
+  printf("stash_large: RSS %zu -> %zu KiB for a 2 MiB block over 16 MiB of stashed slabs\n", before / 1024, after / 1024);
+  TT_CHECKF(after < before + MIB / 2, "the 2 MiB block took new pages: RSS %zu -> %zu KiB", before / 1024, after / 1024);
+  free(big);
 }
 
 /* purge_fork: churning threads, and children forked while their decay slices run. */
@@ -399,7 +428,7 @@ static void scenario_unusable_runs(void) {
 }
 
 int main(int argc, char **argv) {
-  TT_CHECKF(argc == 2, "usage: decay_test trim|immediate|never|curve|background|fork|purge_fork|absorb|gather|gather_never|calloc_read_through|calloc_sparse|calloc_dense|calloc_phases|unusable_runs");
+  TT_CHECKF(argc == 2, "usage: decay_test trim|immediate|never|curve|background|fork|purge_fork|stash_large|absorb|gather|gather_never|calloc_read_through|calloc_sparse|calloc_dense|calloc_phases|unusable_runs");
   TT_CHECKF(strcmp(tessera_version(), "") != 0, "not running on tessera");
   const char *mode = argv[1];
   size_t base = rss_bytes();
@@ -447,6 +476,8 @@ int main(int argc, char **argv) {
       int status;
       TT_CHECKF(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d", round);
     }
+  } else if (strcmp(mode, "stash_large") == 0) {
+    scenario_stash_large();
   } else if (strcmp(mode, "purge_fork") == 0) {
     scenario_purge_fork();
   } else if (strcmp(mode, "absorb") == 0) {
