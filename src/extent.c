@@ -1111,24 +1111,53 @@ static bool give_back_bottom(arena_t *a, extent_t *e, size_t pages, unsigned fro
   return true;
 }
 
-size_t extent_release_unusable(arena_t *a, uint64_t deadline_ns) {
-  lock_assert_held(&a->extent_lock);
+/* Runs extent_release_unusable hands back with one os_release_ranges call. */
+#define UNUSABLE_BATCH 32
+
+/* The n runs taken out of the dirty set, handed back and put in the retained set. */
+COLD_TEXT static size_t release_runs(arena_t *a, extent_t **runs, unsigned n) {
+  os_range_t ranges[UNUSABLE_BATCH] = {{NULL, 0}};
+  size_t pages = 0;
+  if (n == 0) return 0;
+  for (unsigned i = 0; i < n; i++) {
+    ranges[i].addr = (void *)runs[i]->addr;
+    ranges[i].size = runs[i]->npages * PAGE;
+  }
+  a->nmadvise += os_release_ranges(ranges, n, false);
+  for (unsigned i = 0; i < n; i++) {
+    pages += runs[i]->npages;
+    count_handed_back(a, EXTENT_RETAINED, runs[i]->npages);
+    insert_free(a, runs[i], EXTENT_RETAINED);
+  }
+  return pages;
+}
+
+/* extent_release_unusable once there are enough such pages. */
+COLD_TEXT static size_t release_unusable_runs(arena_t *a, uint64_t deadline_ns) {
   size_t released = 0;
-  if (a->dirty.unusable_pages < UNUSABLE_RELEASE_PAGES) return 0;
+  extent_t *runs[UNUSABLE_BATCH];
+  unsigned n = 0;
   for (unsigned b = 0; b < NPAGE_BUCKETS && unusable_run(bucket_size(b)); b++) {
     extent_t *e;
     while ((e = heap_first(&a->dirty.buckets[b])) != NULL) {
-      /* A system call a run: thousands of them would stall the malloc running the pass;
-       * what is left waits for the next pass. */
-      if (deadline_ns != 0 && released > 0 && os_now_ns() >= deadline_ns) return released;
       set_remove(&a->dirty, e);
       clear_bounds(e);
-      count_handed_back(a, EXTENT_RETAINED, hand_back_pages(a, e, EXTENT_RETAINED, 0, 0));
-      released += e->npages;
-      insert_free(a, e, EXTENT_RETAINED);
+      runs[n++] = e;
+      if (n < UNUSABLE_BATCH) continue;
+      released += release_runs(a, runs, n);
+      n = 0;
+      /* A system call a batch: hundreds of them would stall the malloc running the pass;
+       * what is left waits for the next pass. */
+      if (deadline_ns != 0 && os_now_ns() >= deadline_ns) return released;
     }
   }
-  return released;
+  return released + release_runs(a, runs, n);
+}
+
+size_t extent_release_unusable(arena_t *a, uint64_t deadline_ns) {
+  lock_assert_held(&a->extent_lock);
+  if (a->dirty.unusable_pages < UNUSABLE_RELEASE_PAGES) return 0;
+  return release_unusable_runs(a, deadline_ns);
 }
 
 /*
@@ -1174,15 +1203,26 @@ COLD_TEXT size_t extent_detach_oldest(arena_t *a, size_t keep_pages, extent_batc
   return taken;
 }
 
+/* Runs handed to os_release_ranges at once by extent_hand_back_detached. */
+#define HAND_BACK_RANGES 32
+
 COLD_TEXT void extent_hand_back_detached(extent_batch_t *b) {
+  os_range_t ranges[HAND_BACK_RANGES];
+  unsigned n = 0;
+  bool lazy = b->to == EXTENT_MUZZY;
   for (unsigned i = 0; i < b->n; i++) {
     const extent_t *e = b->extents[i];
-    for (size_t done = 0, n; done < e->npages; done += n) {
-      n = step_pages(e, done);
-      hand_back_step(e, b->to, done, n);
-      b->nmadvise++;
+    for (size_t done = 0, step; done < e->npages; done += step) {
+      step = step_pages(e, done);
+      if (n == HAND_BACK_RANGES) {
+        b->nmadvise += os_release_ranges(ranges, n, lazy);
+        n = 0;
+      }
+      ranges[n].addr = (void *)(e->addr + (e->npages - done - step) * PAGE);
+      ranges[n++].size = step * PAGE;
     }
   }
+  b->nmadvise += os_release_ranges(ranges, n, lazy);
 }
 
 /* e, out of every set, off the purging list. */

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/prctl.h>
@@ -19,6 +20,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -193,6 +195,78 @@ bool os_lazy_free_pages(void *addr, size_t size) {
   bool ok = madvise(addr, size, MADV_FREE) == 0 || madvise(addr, size, MADV_DONTNEED) == 0;
   errno = saved;
   return ok;
+}
+
+/*
+ * process_madvise(2) with the pidfd "this process" (PIDFD_SELF, recent kernels) takes
+ * MADV_DONTNEED and MADV_FREE for the caller's own memory (Linux 6.13 and later) and
+ * flushes the TLBs of the CPUs running the process's other threads once for the whole
+ * vector. That flush is most of what an madvise call costs once a program has threads
+ * (an interrupt to every other CPU, dearer still in a virtual machine): on this
+ * project's 2-CPU VM, with a second thread running, 16 calls on 16 KiB runs took
+ * 117-195 us each, one process_madvise on all 16 runs 86-220 us in all. Where the
+ * kernel refuses (older kernels: ENOSYS, EBADF for the pidfd, EINVAL for the advice;
+ * valgrind), it is not asked again and each run gets its own madvise.
+ */
+#ifndef SYS_process_madvise
+#define SYS_process_madvise 440
+#endif
+#define OS_PIDFD_SELF (-10000)
+#define OS_RANGES_MAX 64 /* per process_madvise call (the kernel takes up to UIO_MAXIOV) */
+static _Atomic bool batch_release_unsupported;
+
+COLD_TEXT static bool release_one(void *addr, size_t size, bool lazy) {
+  return lazy ? os_lazy_free_pages(addr, size) : os_release_pages(addr, size);
+}
+
+/* The n runs in one system call (and one more for each run a short count left out);
+ * false if the kernel refused. */
+COLD_TEXT static bool release_batch(const os_range_t *ranges, unsigned n, bool lazy) {
+  struct iovec iov[OS_RANGES_MAX];
+  size_t total = 0;
+  for (unsigned i = 0; i < n; i++) {
+    iov[i].iov_base = ranges[i].addr;
+    iov[i].iov_len = ranges[i].size;
+    total += ranges[i].size;
+  }
+  long done = syscall(SYS_process_madvise, OS_PIDFD_SELF, iov, (size_t)n, lazy ? MADV_FREE : MADV_DONTNEED, 0u);
+  if (done < 0) {
+    if (errno != EINTR && errno != EAGAIN && errno != ENOMEM)
+      atomic_store_explicit(&batch_release_unsupported, true, memory_order_relaxed);
+    return false;
+  }
+  /* A short count: the runs past what was done get their own call. */
+  for (unsigned i = 0; i < n && (size_t)done < total; i++) {
+    if ((size_t)done >= ranges[i].size) {
+      done -= (long)ranges[i].size;
+      total -= ranges[i].size;
+      continue;
+    }
+    release_one(ranges[i].addr, ranges[i].size, lazy);
+    total -= ranges[i].size;
+    done = 0;
+  }
+  return true;
+}
+
+COLD_TEXT unsigned os_release_ranges(const os_range_t *ranges, unsigned n, bool lazy) {
+  int saved = errno;
+  unsigned calls = 0;
+  while (n > 0) {
+    unsigned k = n < OS_RANGES_MAX ? n : OS_RANGES_MAX;
+    bool batched = k > 1 && !atomic_load_explicit(&batch_release_unsupported, memory_order_relaxed) &&
+                   release_batch(ranges, k, lazy);
+    if (batched) {
+      calls++;
+    } else {
+      for (unsigned i = 0; i < k; i++) release_one(ranges[i].addr, ranges[i].size, lazy);
+      calls += k;
+    }
+    ranges += k;
+    n -= k;
+  }
+  errno = saved;
+  return calls;
 }
 
 void os_set_huge_pages(void *addr, size_t size, int mode) {

@@ -30,6 +30,15 @@ bool os_release_pages(void *addr, size_t size);
  * until then they stay resident and may keep their contents. Falls back to
  * os_release_pages where MADV_FREE is unsupported. Returns false if both fail. */
 bool os_lazy_free_pages(void *addr, size_t size);
+/* Several page runs handed back at once (os_release_pages, or os_lazy_free_pages when
+ * lazy), in one system call where the kernel takes one (process_madvise on the process
+ * itself, on recent kernels): the kernel then flushes the other CPUs' TLBs once for
+ * all of them instead of once a run. Otherwise a call a run. */
+typedef struct os_range {
+  void *addr;
+  size_t size;
+} os_range_t;
+unsigned os_release_ranges(const os_range_t *ranges, unsigned n, bool lazy); /* the calls made */
 /* Sets bit 0 of vec[i] to whether page i of a range (page aligned) is in memory
  * (mincore: a page never touched is not; the other bits are reserved). Returns false if
  * the kernel refused. */
