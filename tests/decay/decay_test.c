@@ -15,6 +15,9 @@
  *               forked meanwhile get every extent that was out back as a free one: after a
  *               purge of everything the child's dirty count is 0 (an extent left out would
  *               stay counted), and it allocates and frees normally
+ *   grow_moves  a 64 KiB block doubling by realloc next to released pages, while freed
+ *               pages stay resident elsewhere: it moves onto those (no page faulted in,
+ *               contents kept) rather than fault in its released neighbour
  *   absorb      a freed block next to released pages: a bigger request (below 1 MiB)
  *               reuses its resident pages and faults only the pages it lacks (not a whole
  *               released extent)
@@ -211,6 +214,30 @@ static void scenario_absorb(void) {
   TT_CHECKF(grew <= 384 * 1024, "only the missing pages are faulted: RSS grew %zu KiB", grew / 1024);
   free(q);
   free(guard);
+}
+
+/* A dirty 512 KiB block, then a 64 KiB one after it whose neighbour above is released:
+ * doubling the small one should copy it onto the dirty pages rather than fault in 64 KiB
+ * more (the copy costs less than the faults, and the dirty pages would otherwise sit
+ * unused while new ones become resident). */
+static void scenario_grow_moves(void) {
+  const size_t dirty_size = MIB / 2, small = 64 * 1024;
+  purge_all();
+  char *dirty = malloc(dirty_size), *p = malloc(small);
+  TT_CHECKF(dirty != NULL && p != NULL, "malloc");
+  memset(dirty, 1, dirty_size);
+  for (size_t i = 0; i < small; i++) p[i] = (char)(i % 251);
+  free(dirty); /* stays resident: dirty_decay_ms:-1 */
+  size_t before = rss_bytes();
+  char *q = realloc(p, 2 * small);
+  TT_CHECKF(q != NULL, "realloc");
+  memset(q + small, 2, small);
+  size_t grew = rss_bytes() - before;
+  printf("grow_moves: 64 -> 128 KiB %s, RSS grew %zu KiB\n", q == p ? "in place" : "moved", grew / 1024);
+  for (size_t i = 0; i < small; i++) TT_CHECKF(q[i] == (char)(i % 251), "byte %zu kept", i);
+  TT_CHECKF(q != p && q >= dirty && q < dirty + dirty_size, "the block moved onto the freed resident pages");
+  TT_CHECKF(grew < small / 2, "no released page faulted in: RSS grew %zu KiB", grew / 1024);
+  free(q);
 }
 
 static uint64_t stats_gathered(void) {
@@ -480,6 +507,8 @@ int main(int argc, char **argv) {
     scenario_stash_large();
   } else if (strcmp(mode, "purge_fork") == 0) {
     scenario_purge_fork();
+  } else if (strcmp(mode, "grow_moves") == 0) {
+    scenario_grow_moves();
   } else if (strcmp(mode, "absorb") == 0) {
     scenario_absorb();
   } else if (strcmp(mode, "gather") == 0 || strcmp(mode, "gather_never") == 0) {
