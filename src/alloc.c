@@ -113,13 +113,13 @@ static void *alloc_cached_class(tcache_t *tc, unsigned c, size_t size) {
 /* hardened:true (hardened.h): the block a request of m bytes (hardened_request) aligned
  * to align gets, its size (a guard page included, which arena_malloc_large adds) and
  * whether it has a guard page. */
-static size_t hardened_block(size_t m, size_t align, bool *guarded) {
+COLD_TEXT static size_t hardened_block(size_t m, size_t align, bool *guarded) {
   size_t block = align <= PAGE && m <= LOOKUP_MAX ? class_infos[size_to_class(m)].size : large_usable_size(large_request(m));
   *guarded = hardened_has_guard(block);
   return *guarded ? block + PAGE : block;
 }
 
-size_t alloc_hardened_block_size(size_t n, size_t align) {
+COLD_TEXT size_t alloc_hardened_block_size(size_t n, size_t align) {
   size_t m = hardened_request(n, align);
   bool guarded = false;
   return m == 0 ? 0 : hardened_block(m, align, &guarded);

@@ -73,7 +73,7 @@ void *base_alloc(size_t size) {
   return p; /* fresh pages from the OS read as zero; reused blocks were cleared */
 }
 
-void base_free(void *p, size_t size) {
+COLD_TEXT void base_free(void *p, size_t size) {
   size = round_granule(size ? size : 1);
   if (size > BASE_BIG) {
     size_t bytes = align_up(size, PAGE);

@@ -404,7 +404,7 @@ static bool over_limit(size_t pages) {
                                    base_mapped_bytes() + pages * PAGE > opt_limit;
 }
 
-size_t extent_unmap_retained(arena_t *a) {
+COLD_TEXT size_t extent_unmap_retained(arena_t *a) {
   lock_assert_held(&a->extent_lock);
   size_t unmapped = 0;
   while (a->retained.lru.head != NULL) {

@@ -156,7 +156,7 @@ static void free_block_now(extent_t *e, unsigned c, void *p) {
 
 /* hardened:true: a block leaving a quarantine (or the kept guarded blocks, hardened.h)
  * is checked (a large one's first page) and freed to its arena. */
-static void free_unquarantined(void *p) {
+COLD_TEXT static void free_unquarantined(void *p) {
   pm_entry_t pe = pagemap_get((uintptr_t)p);
   unsigned code = pm_code(pe), c = code - 1 < NCACHED_MAX ? code - 1 : CODE_LARGE;
   extent_t *e = pm_extent(pe);
@@ -167,7 +167,7 @@ static void free_unquarantined(void *p) {
 
 /* hardened:true: a block leaving a quarantine (q as hardened_scrub tagged it); a guarded
  * one is kept for a malloc of its size if it can be (hardened.h), as it is. */
-static void free_from_quarantine(void *q) {
+COLD_TEXT static void free_from_quarantine(void *q) {
   void *p = hardened_untag(q);
   pm_entry_t pe = pagemap_get((uintptr_t)p);
   if (pm_code(pe) - 1 < NCACHED_MAX) {
@@ -190,7 +190,7 @@ static void free_from_quarantine(void *q) {
  * given back unless kept in memory, no system calls for smaller ones) and keyed (freeing
  * it again is a double free) before it waits in a quarantine. Returns the pointer the
  * quarantine carries (hardened_scrub). */
-static void *free_hardened_retire(extent_t *e, unsigned c, void *p) {
+COLD_TEXT static void *free_hardened_retire(extent_t *e, unsigned c, void *p) {
   void *q = hardened_scrub(p, free_hardened_region(e, c), c == CODE_LARGE);
   block_set_freed_key(p);
   return q;
@@ -243,15 +243,27 @@ static inline bool free_push_if_room(cache_bin_t *b, void *p) {
 
 /* Frees block p of class c, found and checked by free_lookup_block: into the calling
  * thread's cache where its bin caches, else straight to its arena. */
+/* Frees a thread makes before it has a cache, each straight to its block's arena,
+ * before its next one makes it a cache. Its exit path is where a thread that never
+ * allocated frees others' blocks (glibc frees dead threads' TLS vectors there), after
+ * the thread library ran its exit hooks: a cache made then would never be destroyed
+ * (thread_stats.c). A consumer thread frees far more. */
+#define FREES_BEFORE_CACHE 16
+
 static void free_checked(void *p, extent_t *e, unsigned c) {
   tcache_t *tc = tls_thread.tcache;
   if (tc == &tcache_empty && tls_thread.cache_state == THREAD_NEW) {
     /* A thread that frees before it allocates (a consumer) still gets a cache, so its
-     * frees go back to their arenas in batches. But this first block, another thread's
-     * (typically the argument its creator handed it), goes straight home: cached, it
-     * would be the thread's first malloc of that size, and two threads given
-     * neighbouring blocks would then write one cache line ("passive" false sharing,
-     * Hoard's cache-scratch). */
+     * frees go back to their arenas in batches. But the block that makes it, another
+     * thread's, goes straight home: cached, it would be the thread's first malloc of
+     * that size, and two threads given neighbouring blocks (typically the arguments
+     * their creator handed them) would then write one cache line ("passive" false
+     * sharing, Hoard's cache-scratch). */
+    if (tls_thread.uncached_frees < FREES_BEFORE_CACHE) {
+      tls_thread.uncached_frees++;
+      free_to_arena(e, c, p);
+      return;
+    }
     if (tcache_get() != NULL) {
       free_to_arena(e, c, p);
       return;
@@ -288,7 +300,7 @@ static void free_checked(void *p, extent_t *e, unsigned c) {
 
 /* hardened:true: block p of cached class c into the thread's quarantine, when not at
  * most one block of a cached class leaves (out of line: its array is a large frame). */
-NOINLINE static void quarantine_many(tcache_t *tc, void *p, unsigned c) {
+COLD_TEXT static void quarantine_many(tcache_t *tc, void *p, unsigned c) {
   hardened_held_t out[HARDENED_EVICT_MAX + 1];
   unsigned n = hardened_thread_quarantine((hardened_held_t){p, c, 0}, out);
   for (unsigned i = 0; i < n; i++) free_held(tc, out[i]);
@@ -403,7 +415,7 @@ void tessera_free_internal(void *p) { free_default(p); }
  * which reaches the same path through free_slow. hardened is set at boot only. */
 static _Atomic bool free_hardened_entry_patched;
 
-NOINLINE static void free_hardened_entry_patch_now(void) {
+COLD_TEXT static void free_hardened_entry_patch_now(void) {
   if (!atomic_load_explicit(&boot_constructed, memory_order_acquire)) return;
   if (atomic_exchange(&free_hardened_entry_patched, true)) return;
   got_patch("free", (void *)free_default, (void *)free_hardened_path);
@@ -465,7 +477,7 @@ void tessera_free_checked_size(void *p, size_t usable, size_t usable_alt, bool u
 /* hardened:true, the sized operator deletes' entry (cxx.c): the size's class checked
  * against the free map's, then free's hardened path; anything else through the general
  * sized free, which names the misuse. */
-void free_sized_hardened(void *p, size_t size, const char *func) {
+COLD_TEXT void free_sized_hardened(void *p, size_t size, const char *func) {
   if (likely(size <= LOOKUP_MAX - HARDENED_EXTRA)) {
     const free_map_entry_t *fe = free_map_lookup((uintptr_t)p);
     unsigned code = fe->cache_bin_offset / (unsigned)sizeof(cache_bin_t);

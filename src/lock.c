@@ -52,8 +52,9 @@ void lock_fork_handlers(void (*prepare)(void), void (*parent)(void), void (*chil
  * and this may be that second thread's own first lock. Registering may allocate, and
  * the caller may be in the middle of moving blocks between its cache and an arena:
  * meanwhile its allocations bypass its cache, as a new thread's do while its cache is
- * made. */
-COLD_TEXT static void arm_bypassing_cache(void) {
+ * made. In the first window of the text, not with the cold code: every program that
+ * starts a thread runs it (structure.footprint's threads mode). */
+NOINLINE static void arm_bypassing_cache(void) {
   tcache_t *cache = tls_thread.tcache;
   uint8_t state = tls_thread.cache_state;
   tls_thread.tcache = &tcache_empty;
@@ -69,8 +70,9 @@ void lock_fork_handlers_arm_if_threaded(void) {
   arm_bypassing_cache();
 }
 
-/* Cold: a program with one thread never runs it (lock.h). */
-COLD_TEXT void lock_fork_handlers_arm(void) {
+/* A program with one thread never runs it (lock.h), but every program that starts a
+ * thread does, so it stays with the code every program runs. */
+NOINLINE void lock_fork_handlers_arm(void) {
   if (likely(atomic_load_explicit(&fork_handlers_state, memory_order_acquire) == FORK_HANDLERS_REGISTERED)) return;
   tessera_assert(fork_prepare_fn != NULL); /* every caller comes after boot handed them over */
   int expected = FORK_HANDLERS_DEFERRED;

@@ -178,7 +178,7 @@ static void put(char *line, size_t cap, size_t *n, const char *s, size_t len) {
 }
 
 /* One stderr line: tessera: <source>: <what> '<key>[:<value>]' <expected> */
-static void complain(const char *source, const char *what, const char *key, size_t keylen,
+COLD_TEXT static void complain(const char *source, const char *what, const char *key, size_t keylen,
                      const char *value, size_t valuelen, const char *expected) {
   char line[512];
   size_t n = 0;
@@ -200,7 +200,7 @@ static void complain(const char *source, const char *what, const char *key, size
   rejected_total++;
 }
 
-static bool parse_number(const char *s, size_t len, unsigned long long *out) {
+COLD_TEXT static bool parse_number(const char *s, size_t len, unsigned long long *out) {
   if (len == 0 || len > 20) return false;
   unsigned long long v = 0, mult = 1;
   char last = s[len - 1];
@@ -312,7 +312,7 @@ void option_accepted(const option_def_t *d, char *buf, size_t len) {
   buf[n] = '\0';
 }
 
-static void reject_value(const char *source, const option_def_t *d, const char *key, size_t keylen,
+COLD_TEXT static void reject_value(const char *source, const option_def_t *d, const char *key, size_t keylen,
                          const char *v, size_t vlen) {
   char accepted[200], expected[256];
   size_t n = 0;
@@ -325,7 +325,7 @@ static void reject_value(const char *source, const option_def_t *d, const char *
 }
 
 /* Applies one "key:value" entry of length len. Returns false if it was rejected. */
-static bool parse_entry(const char *p, size_t len, const char *source) {
+COLD_TEXT static bool parse_entry(const char *p, size_t len, const char *source) {
   const char *colon = memchr(p, ':', len);
   size_t keylen = (size_t)((colon ? colon : p + len) - p);
   const option_def_t *d = option_find(p, keylen);
@@ -402,7 +402,7 @@ static void capture_defaults(void) {
  * one line instead of a line each: they are jemalloc's, not mistakes. */
 extern const char *malloc_conf __attribute__((weak));
 
-static void parse_jemalloc_conf(const char *conf, const char *source) {
+COLD_TEXT static void parse_jemalloc_conf(const char *conf, const char *source) {
   char unknown[256];
   size_t n = 0;
   for (const char *p = conf; *p;) {
@@ -428,7 +428,7 @@ static void parse_jemalloc_conf(const char *conf, const char *source) {
 }
 
 /* One line for two options whose values contradict each other, and what is kept. */
-static void contradiction(const char *a, const char *b, const char *outcome) {
+COLD_TEXT static void contradiction(const char *a, const char *b, const char *outcome) {
   char line[400];
   size_t n = 0;
   put(line, sizeof(line), &n, "tessera: contradictory options '", 32);

@@ -518,11 +518,15 @@ bool os_thread_exit_hook_init(void (*hook)(void *)) { return pthread_key_create(
 
 void os_thread_exit_hook_arm(void *arg) { pthread_setspecific(exit_key, arg); }
 
+void *os_thread_exit_hook_current(void) { return pthread_getspecific(exit_key); }
+
 static pthread_key_t observer_key;
 
 bool os_thread_exit_observer_init(void (*hook)(void *)) { return pthread_key_create(&observer_key, hook) == 0; }
 
 void os_thread_exit_observer_arm(void *arg) { pthread_setspecific(observer_key, arg); }
+
+void *os_thread_exit_observer_current(void) { return pthread_getspecific(observer_key); }
 
 void os_thread_name(char name[16]) {
   int saved = errno;
@@ -532,7 +536,7 @@ void os_thread_name(char name[16]) {
   errno = saved;
 }
 
-bool os_thread_name_of(uint32_t tid, char name[16]) {
+COLD_TEXT bool os_thread_name_of(uint32_t tid, char name[16]) {
   char path[48] = "/proc/self/task/", digits[12];
   int nd = 0;
   do digits[nd++] = (char)('0' + tid % 10), tid /= 10;
@@ -624,7 +628,7 @@ void os_close(int fd) {
   errno = saved;
 }
 
-const void *os_map_file(const char *path, size_t *size) {
+COLD_TEXT const void *os_map_file(const char *path, size_t *size) {
   int fd = os_open_read(path);
   if (fd < 0) return NULL;
   int saved = errno;
@@ -656,7 +660,7 @@ bool os_readlink(const char *path, char *buf, size_t buflen) {
   return true;
 }
 
-long os_read_file(const char *path, char *buf, size_t buflen) {
+COLD_TEXT long os_read_file(const char *path, char *buf, size_t buflen) {
   int fd = os_open_read(path);
   if (fd < 0) return -1;
   size_t got = 0;

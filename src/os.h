@@ -129,11 +129,14 @@ bool os_start_service_thread(void (*main_fn)(void), const char *name);
  * allocate (the thread library's key storage). */
 bool os_thread_exit_hook_init(void (*hook)(void *));
 void os_thread_exit_hook_arm(void *arg);
+/* The value the calling thread's exit hook is armed with (NULL: none). */
+void *os_thread_exit_hook_current(void);
 /* A second exit hook, independent of the first (same contract): for the thread-name
  * statistics (thread_stats.c). Keys run in creation order (glibc runs thread-specific
  * destructors by ascending key), so the hook initialised first runs first at exit. */
 bool os_thread_exit_observer_init(void (*hook)(void *));
 void os_thread_exit_observer_arm(void *arg);
+void *os_thread_exit_observer_current(void);
 /* The calling thread's name (PR_GET_NAME: 15 characters at most, NUL terminated). */
 void os_thread_name(char name[16]);
 /* The name of thread tid of this process (/proc/self/task/<tid>/comm); false if the

@@ -155,7 +155,7 @@ size_t purge_trim_locked(arena_t *a) {
   return extent_trim(a);
 }
 
-size_t purge_trim(arena_t *a) {
+COLD_TEXT size_t purge_trim(arena_t *a) {
   lock_acquire(&a->extent_lock);
   size_t unmapped = purge_trim_locked(a);
   lock_release(&a->extent_lock);
@@ -230,7 +230,7 @@ COLD_TEXT void purge_fork_child(arena_t *a) {
   if (purge_deferred.batch.n == 0) extent_restore_detached(a);
 }
 
-size_t purge_arena(arena_t *a, bool all) {
+COLD_TEXT size_t purge_arena(arena_t *a, bool all) {
   lock_acquire(&a->extent_lock);
   if (all) stash_drain(a);
   size_t released = all ? extent_purge(a, 0) : purge_decay_locked(a, os_now_ns(), 0);

@@ -237,7 +237,7 @@ TESSERA_EXPORT void *realloc(void *p, size_t size) __attribute__((alias("realloc
  * which sends the call there too. hardened is set at boot only. */
 static _Atomic bool realloc_hardened_entry_patched;
 
-NOINLINE static void realloc_hardened_entry_patch_now(void) {
+COLD_TEXT static void realloc_hardened_entry_patch_now(void) {
   if (!atomic_load_explicit(&boot_constructed, memory_order_acquire)) return;
   if (atomic_exchange(&realloc_hardened_entry_patched, true)) return;
   got_patch("realloc", (void *)realloc_default, (void *)realloc_hardened_entry);

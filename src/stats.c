@@ -193,14 +193,15 @@ static void add_live_thread(const tcache_t *tc, void *arg) {
   c.nthreads = 1;
   c.arena = tc->arena != NULL ? (int)tc->arena->index : -1;
   thread_counts_of_cache(tc, &c);
-  const thread_state_t *owner = thread_stats_owner(tc);
-  if (owner != NULL) c.lock_wait_ns = owner->lock_wait_ns;
+  const thread_record_t *owner = thread_stats_owner(tc);
+  if (owner != NULL) c.lock_wait_ns = __atomic_load_n(&owner->lock_wait_ns, __ATOMIC_RELAXED);
   if (w->n == LIVE_MAX || owner == NULL) {
     memcpy(c.name, owner == NULL ? "?" : THREAD_STATS_OTHER, owner == NULL ? 2 : sizeof(THREAD_STATS_OTHER));
     thread_table_add(&w->snap->threads, &c);
     return;
   }
   live[w->n].tid = owner->tid;
+  memcpy(c.name, owner->name, THREAD_NAME_LEN); /* if the thread is gone meanwhile */
   live[w->n].counts = c;
   w->n++;
 }
@@ -214,7 +215,8 @@ static void read_threads(stats_snapshot_t *s) {
   thread_stats_unlock();
   for (unsigned i = 0; i < w.n; i++) {
     thread_counts_t *c = &live[i].counts;
-    if (!os_thread_name_of(live[i].tid, c->name)) memcpy(c->name, "?", 2); /* exited meanwhile */
+    char name[THREAD_NAME_LEN];
+    if (os_thread_name_of(live[i].tid, name)) memcpy(c->name, name, THREAD_NAME_LEN);
     thread_table_add(&s->threads, c);
   }
 }

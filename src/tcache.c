@@ -17,6 +17,7 @@
 #include "prof_cache.h"
 #include "pagemap.h"
 #include "size_class.h"
+#include "thread_stats.h"
 
 static _Atomic size_t tcache_mapped; /* bytes mapped for live thread caches (metadata) */
 
@@ -108,7 +109,7 @@ static void capacities_init(void) {
 
 /* Within the room of its slot (a largest capacity not above the starting one: no room
  * to grow into). */
-COLD_TEXT void tcache_exact_class_made(unsigned c) {
+NOINLINE void tcache_exact_class_made(unsigned c) {
   unsigned base = compute_capacity(c);
   if (base > exact_room) base = exact_room;
   unsigned max = compute_max_capacity(c, base);
@@ -117,6 +118,7 @@ COLD_TEXT void tcache_exact_class_made(unsigned c) {
 }
 
 static void thread_exit(void *arg);
+static void tcache_retire_inherited(tcache_t *tc);
 
 /* What the GC saw of a bin at its last look: its count and its flushes. Kept by this
  * file in the cache's mapping, right after the tcache_t, before the stacks. */
@@ -253,7 +255,7 @@ static tcache_t *tcache_create(void) {
   return tc;
 }
 
-COLD_TEXT void tcache_bin_setup_exact(tcache_t *tc, unsigned c) {
+NOINLINE void tcache_bin_setup_exact(tcache_t *tc, unsigned c) {
   cache_bin_t *b = tcache_bin(tc, c);
   if (b->capacity != 0 || !class_made(c) || tc->home_empty[c + 1] == NULL) return;
   unsigned capacity = bin_capacity(c);
@@ -274,8 +276,12 @@ tcache_t *tcache_get(void) {
     return NULL;
   }
   /* Arms the exit hook; may itself allocate (glibc's key storage), which is fine: such
-   * calls see THREAD_CREATING and go straight to the arena. */
+   * calls see THREAD_CREATING and go straight to the arena. A value already there was
+   * inherited with the stack (tcache_retire_inherited). */
+  tcache_t *inherited = os_thread_exit_hook_current();
+  if (unlikely(inherited != NULL)) tcache_retire_inherited(inherited);
   os_thread_exit_hook_arm(tc);
+  thread_stats_cache_set(tc);
   tls_thread.tcache = tc;
   tls_thread.cache_state = THREAD_ACTIVE;
   return tc;
@@ -530,6 +536,7 @@ static bool should_grow(tcache_t *tc, unsigned c) {
 
 void *tcache_alloc_refill(tcache_t *tc, unsigned c) {
   tcache_gc_tick(tc);
+  thread_stats_publish_wait();
   release_idle_grown_bins(tc, c);
   cache_bin_t *b = tcache_bin(tc, c);
   tessera_assert(tc == tls_thread.tcache && b->capacity > 0);
@@ -631,14 +638,8 @@ static void drain_quarantine(tcache_t *tc) {
   hardened_thread_quarantine_release();
 }
 
-/* Returns every cached block and the cache itself; state is what the thread becomes. */
-/* Cold: only a thread's exit or the program turning its cache off comes here, never a
- * program with one thread that exits through exit(). */
-COLD_TEXT static void tcache_destroy(tcache_t *tc, uint8_t state) {
-  tessera_assert(tc != &tcache_empty && tc == tls_thread.tcache);
-  if (opt_hardened) drain_quarantine(tc);
-  tls_thread.cache_state = state; /* from now on this thread bypasses the cache */
-  tls_thread.tcache = &tcache_empty;
+/* Returns every block tc caches to its arena and takes tc off the registry. */
+static void tcache_retire(tcache_t *tc) {
   tcache_flush_all(tc);
   /* Keep the exited thread's request counts: stats add them to the live caches'. */
   for (unsigned c = 0; c < NSMALL; c++) {
@@ -652,11 +653,41 @@ COLD_TEXT static void tcache_destroy(tcache_t *tc, uint8_t state) {
   else registry = tc->next;
   if (tc->next) tc->next->prev = tc->prev;
   lock_release(&registry_lock);
+}
+
+/* Returns every cached block and the cache itself; state is what the thread becomes. */
+/* A thread's exit or the program turning its cache off comes here, never a program with
+ * one thread that exits through exit(); but every program that starts a thread does, so
+ * it stays with the code every program runs (structure.footprint's threads mode). */
+NOINLINE static void tcache_destroy(tcache_t *tc, uint8_t state) {
+  tessera_assert(tc != &tcache_empty && tc == tls_thread.tcache);
+  if (opt_hardened) drain_quarantine(tc);
+  tls_thread.cache_state = state; /* from now on this thread bypasses the cache */
+  tls_thread.tcache = &tcache_empty;
+  thread_stats_cache_set(NULL);
+  tcache_retire(tc);
   if (state == THREAD_EXITED && tls_thread.arena != NULL) atomic_fetch_sub(&tls_thread.arena->nthreads, 1);
   pool_give(tc);
 }
 
-static void thread_exit(void *arg) { tcache_destroy(arg, THREAD_EXITED); }
+/*
+ * The cache of a thread gone without its exit hook running: one whose first allocator
+ * call came after libc ran its thread-specific destructors (thread_stats.c) armed a hook
+ * libc no longer runs. libc leaves the hook's value in the thread's descriptor, and the
+ * next thread given that stack inherits it: that thread's own exit runs the hook with
+ * the old cache, or its first cache finds the value still set. Either way the old
+ * cache's blocks go back to their arenas and the cache to the pool then.
+ */
+COLD_TEXT static void tcache_retire_inherited(tcache_t *tc) {
+  tcache_retire(tc);
+  if (tc->arena != NULL) atomic_fetch_sub(&tc->arena->nthreads, 1);
+  pool_give(tc);
+}
+
+static void thread_exit(void *arg) {
+  if (arg != tls_thread.tcache) tcache_retire_inherited(arg);
+  else tcache_destroy(arg, THREAD_EXITED);
+}
 
 bool tcache_thread_enabled(void) {
   return opt_tcache && (tls_thread.tcache != &tcache_empty || tls_thread.cache_state == THREAD_NEW);
@@ -674,7 +705,7 @@ void tcache_thread_enable(bool enable) {
   }
 }
 
-void tcache_for_each(void (*f)(const tcache_t *, void *), void *arg) {
+COLD_TEXT void tcache_for_each(void (*f)(const tcache_t *, void *), void *arg) {
   lock_acquire(&registry_lock);
   for (tcache_t *tc = registry; tc != NULL; tc = tc->next) f(tc, arg);
   lock_release(&registry_lock);

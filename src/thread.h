@@ -38,14 +38,13 @@ typedef struct thread_state {
   uint8_t cache_state; /* THREAD_NEW ... */
   bool arena_pinned;   /* the program bound it to its arena (thread.arena): never moves */
   /* Slow paths only, after everything the fast paths read. */
-  bool stats_registered; /* on the thread-name registry (thread_stats.c) */
-  uint32_t tid;          /* kernel thread id, recorded at registration */
+  uint8_t uncached_frees; /* frees before the thread had a cache (free.c) */
   uint64_t lock_wait_ns; /* time this thread waited on allocator locks (lock.c adds) */
   arena_t *exclusive_arena; /* the arena arena_exclusive gave it, or NULL */
   uint8_t name_checks;      /* arena_exclusive: name checks after the arena choice */
   bool realloc_copying;     /* realloc's new block and its free of the old one: they skip
                                the cache of large blocks (large_cache.h) */
-  struct thread_state *stats_next, *stats_prev; /* the registry (thread_stats.c) */
+  struct thread_record *stats_record; /* its record on the registry, or NULL (thread_stats.c) */
   prof_thread_t prof; /* prof:true: the heap profiler's byte countdown (prof_hooks.c) */
 } thread_state_t;
 

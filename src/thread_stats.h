@@ -4,11 +4,11 @@
  * requests, fills and flushes each thread's cache counted, summed over the threads that
  * share a name, exited threads included.
  *
- * Nothing here touches the fast paths. A thread is put on a registry when it first
- * chooses an arena (arena.c); at its exit an observer (an exit hook of its own, set up
- * before the thread caches' hook so that it runs first) adds what its cache counted to
- * the table of exited threads under the thread's current name and takes it off the
- * registry. The printers add the live threads' caches (stats.c), named by the kernel
+ * Nothing here touches the fast paths. A thread gets a record on a registry when it
+ * first chooses an arena (arena.c); at its exit an observer (an exit hook of its own,
+ * set up before the thread caches' hook so that it runs first) adds what its cache
+ * counted to the table of exited threads under the thread's current name and frees the
+ * record. The printers add the live threads' caches (stats.c), named by the kernel
  * (/proc/self/task/<tid>/comm), to that table.
  */
 #ifndef TESSERA_THREAD_STATS_H
@@ -32,6 +32,17 @@ typedef struct thread_counts {
   int arena;          /* the arena of the last thread counted; -1 if they differed */
 } thread_counts_t;
 
+/* A registered thread, in the registry's own memory (thread_stats.c says why not in the
+ * thread's). */
+typedef struct thread_record {
+  uint32_t tid;
+  bool live;                 /* on the registry (else on the free list) */
+  char name[THREAD_NAME_LEN]; /* at registration: the name if its exit hook never runs */
+  uint64_t lock_wait_ns;     /* the thread's lock_wait_ns as it last published it */
+  const tcache_t *cache;     /* its cache, or NULL */
+  struct thread_record *next, *prev;
+} thread_record_t;
+
 typedef struct thread_table {
   unsigned n;
   thread_counts_t names[THREAD_NAMES_MAX];
@@ -41,13 +52,17 @@ typedef struct thread_table {
 bool thread_stats_boot(void);
 /* Puts the calling thread on the registry (once; arena choice calls it). */
 void thread_stats_register(void);
+/* The calling thread's cache is now tc (NULL: it has none any more). */
+void thread_stats_cache_set(const tcache_t *tc);
+/* Copies the calling thread's lock waiting time to its record (its cache's slow paths). */
+void thread_stats_publish_wait(void);
 
 /* The registry's lock: in the lock order after the snapshot locks and before the
  * thread-cache registry. While held, registered threads cannot leave. */
 void thread_stats_lock(void);
 void thread_stats_unlock(void);
-/* With the lock held: the registered thread whose cache is tc, or NULL. */
-const thread_state_t *thread_stats_owner(const tcache_t *tc);
+/* With the lock held: the record of the registered thread whose cache is tc, or NULL. */
+const thread_record_t *thread_stats_owner(const tcache_t *tc);
 /* With the lock held: copies the exited threads' table into out. */
 void thread_stats_exited(thread_table_t *out);
 

@@ -23,7 +23,14 @@
  *   handoff   a new thread's first free (a block its creator handed it) goes straight
  *             back to the block's slab, not into the thread's cache, where it would be
  *             the thread's next block of that size (passive false sharing)
+ *   late      a thread whose first allocator calls come after the thread library ran
+ *             its exit hooks (frees in the last round of thread-specific destructors)
+ *             arms hooks that never run; once its stack is unmapped, a thread that
+ *             registered before it exits, and more threads come and go: nothing may
+ *             touch the gone thread's stack (the thread registry once linked the
+ *             threads' own state, and this crashed), and the process's allocations go on
  */
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -442,8 +449,60 @@ static void scenario_balance(void) {
             BALANCE_SECONDS);
 }
 
+/* late: the blocks the late thread frees, its key, and the neighbour's release. */
+#define LATE_BLOCKS 64
+static void *late_blocks[LATE_BLOCKS];
+static pthread_key_t late_key;
+static atomic_bool neighbour_go;
+
+/* Re-arms itself until the last round glibc runs, then frees: the thread's first calls. */
+static void late_destructor(void *value) {
+  uintptr_t round = (uintptr_t)value;
+  if (round < PTHREAD_DESTRUCTOR_ITERATIONS) {
+    pthread_setspecific(late_key, (void *)(round + 1));
+    return;
+  }
+  for (int i = 0; i < LATE_BLOCKS; i++) free(late_blocks[i]);
+}
+
+static void *late_thread(void *arg) {
+  pthread_setspecific(late_key, (void *)1);
+  return arg;
+}
+
+static void *neighbour_thread(void *arg) {
+  free(malloc(100)); /* registered before the late thread */
+  while (!atomic_load(&neighbour_go)) sched_yield();
+  free(malloc(200));
+  return arg;
+}
+
+static void *short_thread(void *arg) {
+  for (int i = 0; i < 100; i++) free(malloc(16 + (size_t)i * 8));
+  return arg;
+}
+
+static void scenario_late(void) {
+  TT_CHECKF(pthread_key_create(&late_key, late_destructor) == 0, "pthread_key_create");
+  pthread_t neighbour, late;
+  TT_CHECKF(pthread_create(&neighbour, NULL, neighbour_thread, NULL) == 0, "pthread_create");
+  for (int i = 0; i < LATE_BLOCKS; i++) late_blocks[i] = malloc(64);
+  /* A stack bigger than glibc's cache of stacks (40 MiB): unmapped once it is joined. */
+  pthread_attr_t attr;
+  TT_CHECKF(pthread_attr_init(&attr) == 0 && pthread_attr_setstacksize(&attr, (size_t)64 << 20) == 0, "attr");
+  TT_CHECKF(pthread_create(&late, &attr, late_thread, NULL) == 0 && pthread_join(late, NULL) == 0, "late");
+  pthread_attr_destroy(&attr);
+  atomic_store(&neighbour_go, true);
+  TT_CHECKF(pthread_join(neighbour, NULL) == 0, "pthread_join");
+  for (int round = 0; round < 20; round++) {
+    pthread_t t;
+    TT_CHECKF(pthread_create(&t, NULL, short_thread, NULL) == 0 && pthread_join(t, NULL) == 0, "thread %d", round);
+  }
+  malloc_stats_print(NULL, NULL, "gmdablx"); /* walks the registry: the threads section */
+}
+
 int main(int argc, char **argv) {
-  TT_CHECKF(argc == 2, "usage: threads_test gc|lowwater|budget|counters|locks|handoff|grow|phases|balance");
+  TT_CHECKF(argc == 2, "usage: threads_test gc|lowwater|budget|counters|locks|handoff|grow|phases|balance|late");
   if (strcmp(argv[1], "gc") == 0) scenario_gc();
   else if (strcmp(argv[1], "counters") == 0) scenario_counters();
   else if (strcmp(argv[1], "locks") == 0) scenario_locks();
@@ -453,6 +512,7 @@ int main(int argc, char **argv) {
   else if (strcmp(argv[1], "lowwater") == 0) scenario_lowwater();
   else if (strcmp(argv[1], "budget") == 0) scenario_budget();
   else if (strcmp(argv[1], "balance") == 0) scenario_balance();
+  else if (strcmp(argv[1], "late") == 0) scenario_late();
   else TT_CHECKF(0, "unknown scenario %s", argv[1]);
   printf("threads %s: ok\n", argv[1]);
   return 0;
