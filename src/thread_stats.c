@@ -25,6 +25,9 @@
 static lock_t registry_lock FORK_LOCK;
 static thread_record_t *registry;  /* live records (under registry_lock) */
 static thread_record_t *free_records; /* records to reuse (under registry_lock) */
+/* Records never used yet, handed out in order: a chunk's pages are touched only as
+ * threads come (a program with one thread touches one page, not the chunk's 14). */
+static thread_record_t *fresh_records, *fresh_end;
 SPARSE_ARRAY thread_table_t exited_threads; /* exited threads by name (under registry_lock) */
 static bool observer_ready;
 
@@ -38,18 +41,19 @@ bool thread_stats_boot(void) {
 
 /* A free record (lock held), or NULL when no memory could be had. */
 static thread_record_t *record_take(void) {
-  if (free_records == NULL) {
+  thread_record_t *r = free_records;
+  if (r != NULL) {
+    free_records = r->next;
+    memset(r, 0, sizeof(*r));
+    return r;
+  }
+  if (fresh_records == fresh_end) {
     thread_record_t *chunk = os_map(RECORDS_PER_CHUNK * sizeof(thread_record_t));
     if (chunk == NULL) return NULL;
-    for (unsigned i = 0; i < RECORDS_PER_CHUNK; i++) {
-      chunk[i].next = free_records;
-      free_records = &chunk[i];
-    }
+    fresh_records = chunk;
+    fresh_end = chunk + RECORDS_PER_CHUNK;
   }
-  thread_record_t *r = free_records;
-  free_records = r->next;
-  memset(r, 0, sizeof(*r));
-  return r;
+  return fresh_records++; /* fresh mapped memory reads as zero */
 }
 
 static void unlink_locked(thread_record_t *r) {
