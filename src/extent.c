@@ -1063,25 +1063,23 @@ static extent_t *take_top(arena_t *a, extent_set_t *set, extent_t *e, size_t pag
   return top;
 }
 
-/* Hands the pages of e (out of every set) below its top `done` ones to the OS for state
- * `to`, MOVE_STEP_PAGES per call from the top down, until all are done or the deadline
- * has passed (0: none). Returns the pages done: the top ones of e. */
-/* One step of hand_back_pages: the n pages of e below its top `done` ones. */
-static void hand_back_step(const extent_t *e, unsigned to, size_t done, size_t n) {
-  void *at = (void *)(e->addr + (e->npages - done - n) * PAGE);
-  if (to == EXTENT_MUZZY) os_lazy_free_pages(at, n * PAGE);
-  else os_release_pages(at, n * PAGE);
+/* One step of handing e's pages back: the n pages below its top `done` ones. */
+static os_range_t step_range(const extent_t *e, size_t done, size_t n) {
+  return (os_range_t){(void *)(e->addr + (e->npages - done - n) * PAGE), n * PAGE};
 }
 
 static size_t step_pages(const extent_t *e, size_t done) {
   return e->npages - done < MOVE_STEP_PAGES ? e->npages - done : MOVE_STEP_PAGES;
 }
 
+/* Hands the pages of e (out of every set) below its top `done` ones to the OS for state
+ * `to`, MOVE_STEP_PAGES per call from the top down, until all are done or the deadline
+ * has passed (0: none). Returns the pages done: the top ones of e. */
 static size_t hand_back_pages(arena_t *a, const extent_t *e, unsigned to, size_t done, uint64_t deadline_ns) {
   while (done < e->npages) {
     size_t n = step_pages(e, done);
-    hand_back_step(e, to, done, n);
-    a->nmadvise++;
+    os_range_t r = step_range(e, done, n);
+    a->nmadvise += os_release_ranges(&r, 1, to == EXTENT_MUZZY);
     done += n;
     if (deadline_ns != 0 && done < e->npages && os_now_ns() >= deadline_ns) break;
   }
@@ -1222,8 +1220,7 @@ COLD_TEXT void extent_hand_back_detached(extent_batch_t *b) {
         b->nmadvise += os_release_ranges(ranges, n, lazy);
         n = 0;
       }
-      ranges[n].addr = (void *)(e->addr + (e->npages - done - step) * PAGE);
-      ranges[n++].size = step * PAGE;
+      ranges[n++] = step_range(e, done, step);
     }
   }
   b->nmadvise += os_release_ranges(ranges, n, lazy);

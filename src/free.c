@@ -241,8 +241,6 @@ static inline bool free_push_if_room(cache_bin_t *b, void *p) {
   return true;
 }
 
-/* Frees block p of class c, found and checked by free_lookup_block: into the calling
- * thread's cache where its bin caches, else straight to its arena. */
 /* Frees a thread makes before it has a cache, each straight to its block's arena,
  * before its next one makes it a cache. Its exit path is where a thread that never
  * allocated frees others' blocks (glibc frees dead threads' TLS vectors there), after
@@ -250,6 +248,8 @@ static inline bool free_push_if_room(cache_bin_t *b, void *p) {
  * (thread_stats.c). A consumer thread frees far more. */
 #define FREES_BEFORE_CACHE 16
 
+/* Frees block p of class c, found and checked by free_lookup_block: into the calling
+ * thread's cache where its bin caches, else straight to its arena. */
 static void free_checked(void *p, extent_t *e, unsigned c) {
   tcache_t *tc = tls_thread.tcache;
   if (tc == &tcache_empty && tls_thread.cache_state == THREAD_NEW) {

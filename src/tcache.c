@@ -472,6 +472,7 @@ static void release_idle_grown_bins(tcache_t *tc, unsigned busy) {
 
 static void tcache_gc_tick(tcache_t *tc) {
   if (++tc->events % TCACHE_GC_EVENTS != 0) return;
+  thread_stats_publish_wait(); /* also for a thread that only frees (never refills) */
   unsigned c = tc->gc_bin;
   /* The static classes and the exact classes made so far (made in slot order). */
   tc->gc_bin = (c + 1) % (NSTATIC_SMALL + atomic_load_explicit(&size_class_nexact, memory_order_relaxed));
@@ -536,7 +537,6 @@ static bool should_grow(tcache_t *tc, unsigned c) {
 
 void *tcache_alloc_refill(tcache_t *tc, unsigned c) {
   tcache_gc_tick(tc);
-  thread_stats_publish_wait();
   release_idle_grown_bins(tc, c);
   cache_bin_t *b = tcache_bin(tc, c);
   tessera_assert(tc == tls_thread.tcache && b->capacity > 0);
@@ -655,8 +655,8 @@ static void tcache_retire(tcache_t *tc) {
   lock_release(&registry_lock);
 }
 
-/* Returns every cached block and the cache itself; state is what the thread becomes. */
-/* A thread's exit or the program turning its cache off comes here, never a program with
+/* Returns every cached block and the cache itself; state is what the thread becomes. A
+ * thread's exit or the program turning its cache off comes here, never a program with
  * one thread that exits through exit(); but every program that starts a thread does, so
  * it stays with the code every program runs (structure.footprint's threads mode). */
 NOINLINE static void tcache_destroy(tcache_t *tc, uint8_t state) {

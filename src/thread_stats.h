@@ -54,7 +54,7 @@ bool thread_stats_boot(void);
 void thread_stats_register(void);
 /* The calling thread's cache is now tc (NULL: it has none any more). */
 void thread_stats_cache_set(const tcache_t *tc);
-/* Copies the calling thread's lock waiting time to its record (its cache's slow paths). */
+/* Copies the calling thread's lock waiting time to its record (its cache's GC looks). */
 void thread_stats_publish_wait(void);
 
 /* The registry's lock: in the lock order after the snapshot locks and before the
