@@ -918,6 +918,7 @@ static extent_t *alloc_pages(arena_t *a, size_t npages, size_t align_pages, exte
   if (f != NULL) record_delete(a, f);
   if (spare != NULL) record_delete(a, spare);
   r->state = (uint8_t)state;
+  r->class_id = 0; /* a slab's is set by its bin; a large block's served_down */
   r->sampled = 0; /* the profiler marks its own blocks after this */
   r->calloc_measure = 0; /* (a slab's lent, the same byte) */
   map_new_active(r, code);
@@ -1023,6 +1024,7 @@ bool extent_grow_in_place(arena_t *a, extent_t *e, size_t npages, unsigned code)
     record_delete(a, n);
   }
   e->npages = npages;
+  e->served_down = 0; /* its size is now the one realloc asked for */
   extent_map_active(e, code);
   a->active_pages += extra;
   return true;
@@ -1037,6 +1039,7 @@ bool extent_shrink_in_place(arena_t *a, extent_t *e, size_t npages, unsigned cod
   t->addr = e->addr + npages * PAGE;
   t->npages = e->npages - npages;
   e->npages = npages;
+  e->served_down = 0;
   extent_map_active(e, code);
   a->active_pages -= t->npages;
   insert_free(a, t, EXTENT_DIRTY);

@@ -446,6 +446,12 @@ static bool lent_block_fits(const extent_t *e, unsigned c, size_t actual, size_t
   return c < NSMALL && e->lent && (bin_may_lend(actual, usable) || bin_may_lend(actual, usable_alt));
 }
 
+/* Whether large block e was taken from a thread's cache of large blocks for a request
+ * of one of the claimed usable sizes (large_cache.h). */
+static bool large_block_fits(const extent_t *e, unsigned c, size_t usable, size_t usable_alt) {
+  return c >= NSMALL && (large_cache_served(e, usable) || large_cache_served(e, usable_alt));
+}
+
 /* Whether a sized free of p may take free's fast path: the free map names a cached
  * class of one of the claimed usable sizes, p starts a region, and holds no key. */
 static bool sized_free_is_plain(const void *p, size_t usable, size_t usable_alt) {
@@ -468,7 +474,7 @@ void tessera_free_checked_size(void *p, size_t usable, size_t usable_alt, bool u
   /* A sampled block has an extent of its own, larger than its class (prof_hooks.h). */
   if (unlikely(actual != usable && actual != usable_alt && !e->sampled &&
                !exact_class_sized_free_fits(c, actual, usable, usable_alt) &&
-               !lent_block_fits(e, c, actual, usable, usable_alt)))
+               !lent_block_fits(e, c, actual, usable, usable_alt) && !large_block_fits(e, c, usable, usable_alt)))
     fatal_pointer(func, "size of another size class", p);
   if (use_tcache) free_checked(p, e, c);
   else free_to_arena(e, c, p);

@@ -8,9 +8,10 @@
  * extent, still active for its arena, in a small stack per class; a malloc of that class
  * takes the newest. Large requests up to LARGE_CACHE_MAX are rounded to their class
  * (arena.c, large_usable_size) so that every block of a class serves every request of
- * it. A thread holds at most LARGE_CACHE_BYTES of them; an incremental GC gives back
- * half of what a class holds when nothing was taken from it since its last look, and
- * the thread's exit (or a flush of its cache) gives back everything.
+ * it, and a request with none of its class cached takes the smallest cached block of
+ * up to twice its size. A thread holds at most LARGE_CACHE_BYTES of them; an incremental
+ * GC gives back half of what a class holds when nothing was taken from it since its last
+ * look, and the thread's exit (or a flush of its cache) gives back everything.
  *
  * realloc's copies skip the cache (thread_state_t.realloc_copying): a block that grows
  * by realloc belongs where its arena places it, with room above it to grow in place,
@@ -27,9 +28,13 @@
 
 #define LARGE_CACHE_BYTES ((size_t)1 << 20)
 
-/* A cached block of `usable` bytes (a large class size) for the calling thread (tc may
- * be NULL: none), its mark cleared and, when zero is set, its bytes, or NULL. */
+/* A cached block for a request of `usable` bytes (a large class size) for the calling
+ * thread (tc may be NULL: none), of that class or up to twice its size (its own size is
+ * e->npages pages), its mark cleared and, when zero is set, its bytes, or NULL. */
 extent_t *large_cache_take(tcache_t *tc, size_t usable, bool zero);
+/* Whether large block e was taken from a thread's cache for a request of `usable` bytes
+ * (a class below its own): a sized free of it with that size is right. */
+bool large_cache_served(const extent_t *e, size_t usable);
 /* Keeps freed large block e (not sampled, not hardened mode's) in tc; false when it does
  * not fit (another size, the class or the cache full, tcache_large_max): the caller
  * frees it to its arena. */

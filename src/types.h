@@ -121,7 +121,12 @@ typedef struct extent {
   size_t npages;      /* size in pages, >= 1 */
   struct arena *arena;
   uint8_t state;      /* extent_state_t */
-  uint8_t class_id;   /* slab: its size class */
+  union {
+    uint8_t class_id; /* slab: its size class */
+    /* large: taken from a thread's cache for a request this many classes below its own
+     * (large_cache.h), else 0: a sized free with the request's size is right */
+    uint8_t served_down;
+  };
   uint8_t record_kind; /* its size: room for record_bitmap_words(kind) words (extent.c) */
   uint8_t sampled;    /* large: a block the heap profiler sampled (free tells it) */
   /* slab with sampled blocks: the pages (first, last, from the slab's start) whose

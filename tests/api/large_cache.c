@@ -3,6 +3,8 @@
  * The threads' caches of large blocks (src/large_cache.h), one case per process:
  *   reuse    a freed 100 kB block serves the next request of its class, as the same
  *            block; calloc clears a cached block; sized frees take the request's size
+ *   fit      with none of its class cached, a request takes the smallest cached block of
+ *            up to twice its size (calloc clears all of it), never a bigger one
  *   bounded  a thread holds at most 1 MiB of them, the rest reach their arena at once
  *   exit     a thread's cached blocks go back to their arena when it exits
  *   gc       a class nothing is taken from gives its blocks back while others are used
@@ -47,6 +49,54 @@ static void test_reuse(void) {
   void *r = malloc(100000);
   TT_CHECK(r == p);
   free(r);
+}
+
+/* One of n blocks of `size` bytes allocated in a row, freed into the thread's cache (a
+ * block next to free memory goes to its arena instead: the others stay live around it).
+ * The rest stay allocated in blocks[]. */
+static void *cached_block(void **blocks, int n, size_t size) {
+  for (int i = 0; i < n; i++) blocks[i] = malloc(size);
+  for (int i = 1; i < n - 1; i++) {
+    size_t before = arena_blocks(size);
+    free(blocks[i]);
+    if (arena_blocks(size) == before) {
+      void *cached = blocks[i];
+      blocks[i] = NULL;
+      return cached;
+    }
+    blocks[i] = malloc(size); /* it went to the arena: allocate it again, try the next */
+  }
+  TT_CHECKF(0, "no block of %zu bytes stayed in the thread's cache", size);
+  return NULL;
+}
+
+static void test_fit(void) {
+  enum { N = 6 };
+  void *live64[N], *live96[N];
+  unsigned char *big = cached_block(live64, N, 64 * KIB);
+  memset(big, 0xAA, 64 * KIB);
+  TT_CHECK(malloc(64 * KIB) == big);
+  free(big);
+  void *bigger = cached_block(live96, N, 96 * KIB);
+  unsigned char *p = malloc(40000); /* the 40 KiB class: none cached */
+  TT_CHECKF(p == big, "40000 bytes with blocks of 64 and 96 KiB cached: %p, want the 64 KiB one %p", (void *)p,
+            (void *)big);
+  TT_CHECKF(malloc_usable_size(p) == 64 * KIB, "usable %zu, want the cached block's 64 KiB", malloc_usable_size(p));
+  free(p);
+  unsigned char *z = calloc(1, 36 * KIB);
+  TT_CHECK(z == big);
+  for (size_t i = 0; i < 64 * KIB; i++) TT_CHECKF(z[i] == 0, "calloc of a bigger cached block: byte %zu is %#x", i, z[i]);
+  void *q = malloc(40000); /* 96 KiB is more than twice 40 KiB: from the arena */
+  TT_CHECKF(q != bigger && malloc_usable_size(q) == 40 * KIB, "a 40 KiB request took a block of %zu bytes",
+            malloc_usable_size(q));
+  free(q);
+  free(z);
+  TT_CHECK(malloc(96 * KIB) == bigger);
+  free(bigger);
+  for (int i = 0; i < N; i++) {
+    free(live64[i]);
+    free(live96[i]);
+  }
 }
 
 static void test_bounded(void) {
@@ -104,8 +154,9 @@ static void test_off(void) {
 
 int main(int argc, char **argv) {
   tt_require_tessera();
-  TT_CHECKF(argc == 2, "usage: large_cache reuse|bounded|exit|gc|off");
+  TT_CHECKF(argc == 2, "usage: large_cache reuse|fit|bounded|exit|gc|off");
   if (strcmp(argv[1], "reuse") == 0) test_reuse();
+  else if (strcmp(argv[1], "fit") == 0) test_fit();
   else if (strcmp(argv[1], "bounded") == 0) test_bounded();
   else if (strcmp(argv[1], "exit") == 0) test_exit();
   else if (strcmp(argv[1], "gc") == 0) test_gc();

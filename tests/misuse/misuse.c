@@ -185,6 +185,28 @@ static void *exact_class_block(void) {
   return launder(p);
 }
 static void misuse_free_sized_1100(void *p) { free_sized_call(p, 1100); }
+/* A 64 KiB block from the thread's cache of large blocks serving a 40000-byte request
+ * (none of 40 KiB cached): a sized free with 40000 is right, one with 50000 (class
+ * 56 KiB) frees another object than the program thinks. */
+static void *served_by_bigger_block(void) {
+  enum { N = 6 };
+  void *v[N];
+  for (int i = 0; i < N; i++) v[i] = malloc(64 << 10);
+  for (int i = 1; i < N - 1; i++) {
+    free(v[i]); /* cached unless next to free memory */
+    void *p = malloc(40000);
+    if (malloc_usable_size(p) == 64 << 10) {
+      free_sized_call(p, 40000);
+      p = malloc(40000);
+      TT_CHECKF(malloc_usable_size(p) == 64 << 10, "the freed block was not cached again");
+      return launder(p);
+    }
+    v[i] = p;
+  }
+  TT_CHECKF(0, "no 64 KiB block served a 40000-byte request");
+  return NULL;
+}
+static void misuse_free_sized_50000(void *p) { free_sized_call(p, 50000); }
 static void *aligned_small(void) { return launder(aligned_alloc(64, 100)); /* class 128 */ }
 
 /* free(a), then n frees of other blocks, then free(a) again ("double_free_delayed_<size>_<n>"):
@@ -343,6 +365,8 @@ static const misuse_case cases[] = {
      misuse_free_sized_64, NULL},
     {"free_sized_exact_class_other_size", "tessera: free_sized(): size of another size class 0x",
      exact_class_block, misuse_free_sized_1100, NULL},
+    {"free_sized_served_by_bigger_other_size", "tessera: free_sized(): size of another size class 0x",
+     served_by_bigger_block, misuse_free_sized_50000, NULL},
     {"free_aligned_sized_other_class", "tessera: free_aligned_sized(): size of another size class 0x",
      aligned_small, misuse_free_aligned_sized_300, NULL},
     /* hardened:true only */
