@@ -5,6 +5,7 @@
  *            block; calloc clears a cached block; sized frees take the request's size
  *   fit      with none of its class cached, a request takes the smallest cached block of
  *            up to twice its size (calloc clears all of it), never a bigger one
+ *   fit_realloc  such a block resized by realloc frees with its new size
  *   bounded  a thread holds at most 1 MiB of them, the rest reach their arena at once
  *   exit     a thread's cached blocks go back to their arena when it exits
  *   gc       a class nothing is taken from gives its blocks back while others are used
@@ -99,6 +100,22 @@ static void test_fit(void) {
   }
 }
 
+/* A block serving a smaller request and then resized by realloc has the new size's
+ * class: a sized free with the new size passes. */
+static void test_fit_realloc(void) {
+  enum { N = 6 };
+  void *live[N];
+  void *big = cached_block(live, N, 64 * KIB);
+  void *p = malloc(40000);
+  TT_CHECKF(p == big && malloc_usable_size(p) == 64 * KIB, "40000 bytes: usable %zu, want the cached 64 KiB block",
+            malloc_usable_size(p));
+  void *q = realloc(p, 45000); /* the 48 KiB class */
+  TT_CHECK(q != NULL);
+  TT_CHECKF(malloc_usable_size(q) == 48 * KIB, "realloc to 45000 bytes: usable %zu", malloc_usable_size(q));
+  sized_free(q, 45000);
+  for (int i = 0; i < N; i++) free(live[i]);
+}
+
 static void test_bounded(void) {
   enum { N = 40 };
   void *blocks[N];
@@ -154,9 +171,10 @@ static void test_off(void) {
 
 int main(int argc, char **argv) {
   tt_require_tessera();
-  TT_CHECKF(argc == 2, "usage: large_cache reuse|fit|bounded|exit|gc|off");
+  TT_CHECKF(argc == 2, "usage: large_cache reuse|fit|fit_realloc|bounded|exit|gc|off");
   if (strcmp(argv[1], "reuse") == 0) test_reuse();
   else if (strcmp(argv[1], "fit") == 0) test_fit();
+  else if (strcmp(argv[1], "fit_realloc") == 0) test_fit_realloc();
   else if (strcmp(argv[1], "bounded") == 0) test_bounded();
   else if (strcmp(argv[1], "exit") == 0) test_exit();
   else if (strcmp(argv[1], "gc") == 0) test_gc();
