@@ -23,6 +23,10 @@
  *               released extent)
  *   gather      freed blocks between live ones, none big enough: a bigger request (calloc)
  *               gets their resident pages moved under it: no new RSS, zeroed contents
+ *   gather_untouched  blocks of 0.3-1.3 MB cycled, one page of each written: the free
+ *               pieces they leave are mostly not in memory, and moving them would save
+ *               no page fault, so few pages are gathered (the first move, to time it,
+ *               and the rare retries)
  * trim, immediate and curve then do the same with 48 MiB of 1 KiB blocks, all freed: their
  * empty slabs wait in the arena's slab stash, which must count as dirty and go back the
  * same way.
@@ -252,6 +256,32 @@ static uint64_t stats_gathered(void) {
  * holds 8 MiB, so an 8 MiB calloc takes fresh pages and the four resident pieces move
  * under it. It reads as zero, and writing it all grows RSS by less than one piece. */
 #define GATHER_PIECES 4
+/* Eight live blocks of 0.3-1.3 MB, each replaced in turn, the first page of each
+ * written: the pieces that blocks of 1 MiB and more could gather are mostly untouched. */
+#define UNTOUCHED_LIVE 8
+#define UNTOUCHED_STEPS 3000
+static void scenario_gather_untouched(void) {
+  purge_all(); /* no resident free pages from before */
+  char *live[UNTOUCHED_LIVE] = {0};
+  uint64_t gathered_before = stats_gathered(), requested_pages = 0;
+  for (int step = 0; step < UNTOUCHED_STEPS; step++) {
+    size_t size = 300000 + (size_t)(step % 1024) * 1000;
+    int slot = step % UNTOUCHED_LIVE;
+    char *p = malloc(size);
+    TT_CHECKF(p != NULL, "malloc(%zu)", size);
+    memset(p, 1, 4096);
+    free(live[slot]);
+    live[slot] = p;
+    requested_pages += size / 4096;
+  }
+  for (int i = 0; i < UNTOUCHED_LIVE; i++) free(live[i]);
+  uint64_t gathered = stats_gathered() - gathered_before;
+  printf("gather_untouched: %llu of %llu pages requested were gathered\n", (unsigned long long)gathered,
+         (unsigned long long)requested_pages);
+  TT_CHECKF(gathered * 50 < requested_pages, "pages not in memory are not gathered: %llu of %llu",
+            (unsigned long long)gathered, (unsigned long long)requested_pages);
+}
+
 static void scenario_gather(bool gather) {
   const size_t piece = 2 * MIB;
   purge_all();
@@ -455,7 +485,7 @@ static void scenario_unusable_runs(void) {
 }
 
 int main(int argc, char **argv) {
-  TT_CHECKF(argc == 2, "usage: decay_test trim|immediate|never|curve|background|fork|purge_fork|stash_large|absorb|gather|gather_never|calloc_read_through|calloc_sparse|calloc_dense|calloc_phases|unusable_runs");
+  TT_CHECKF(argc == 2, "usage: decay_test trim|immediate|never|curve|background|fork|purge_fork|stash_large|absorb|gather|gather_never|gather_untouched|calloc_read_through|calloc_sparse|calloc_dense|calloc_phases|unusable_runs");
   TT_CHECKF(strcmp(tessera_version(), "") != 0, "not running on tessera");
   const char *mode = argv[1];
   size_t base = rss_bytes();
@@ -513,6 +543,8 @@ int main(int argc, char **argv) {
     scenario_absorb();
   } else if (strcmp(mode, "gather") == 0 || strcmp(mode, "gather_never") == 0) {
     scenario_gather(strcmp(mode, "gather") == 0);
+  } else if (strcmp(mode, "gather_untouched") == 0) {
+    scenario_gather_untouched();
   } else if (strcmp(mode, "calloc_read_through") == 0) {
     scenario_calloc_read_through();
   } else if (strcmp(mode, "unusable_runs") == 0) {
