@@ -187,6 +187,38 @@ static extent_t *set_find(const extent_set_t *s, size_t npages) {
   return NULL;
 }
 
+/*
+ * An extent that holds npages at an address aligned to align_pages pages, though it is
+ * smaller than npages + align_pages - 1 (which set_find asks for: then any extent does).
+ * Aligned blocks freed between live ones leave exactly such runs: 64 blocks of 1-5 KB
+ * aligned to 64 KiB, cycled, left 16-page runs starting aligned that requests of 1-2
+ * pages never took (they asked for 17 pages), and took released pages instead: 18,403
+ * page faults in 20,000 steps, none now (test decay.aligned_reuse). The first
+ * FLOOR_SCAN extents of each bucket in between are looked at, smaller buckets first;
+ * NULL if none fits.
+ */
+static bool holds_aligned(const extent_t *e, size_t npages, size_t align_pages) {
+  uintptr_t align = align_pages * PAGE, start = (e->addr + align - 1) & ~(align - 1);
+  return start + npages * PAGE <= e->addr + e->npages * PAGE;
+}
+
+static extent_t *set_find_aligned(const extent_set_t *s, size_t npages, size_t align_pages) {
+  unsigned last = bucket_floor(npages + align_pages - 1);
+  for (unsigned b = bucket_floor(npages); b <= last; b++) {
+    if (!(s->nonempty[b / 64] >> (b % 64) & 1)) continue;
+    extent_t *stack[FLOOR_SCAN];
+    unsigned top = 0;
+    stack[top++] = s->buckets[b].root;
+    for (unsigned seen = 0; top > 0 && seen < FLOOR_SCAN; seen++) {
+      extent_t *e = stack[--top];
+      if (e->npages >= npages && holds_aligned(e, npages, align_pages)) return e;
+      if (e->heap_next != NULL && top < FLOOR_SCAN) stack[top++] = e->heap_next;
+      if (e->heap_child != NULL && top < FLOOR_SCAN) stack[top++] = e->heap_child;
+    }
+  }
+  return NULL;
+}
+
 /* ---- page-map bookkeeping ---- */
 
 static uintptr_t last_page(const extent_t *e) { return e->addr + (e->npages - 1) * PAGE; }
@@ -923,6 +955,7 @@ static extent_t *alloc_pages(arena_t *a, size_t npages, size_t align_pages, exte
   if (search < npages) return NULL;
   /* Reuse resident pages first (no page faults), then lazily freed ones, then released. */
   extent_t *f = set_find(&a->dirty, search);
+  if (f == NULL && align_pages > 1) f = set_find_aligned(&a->dirty, npages, align_pages);
   /*
    * Where in the chosen extent (the best fit: nothing smaller fits) the request goes.
    * Its resident pages always serve it: touching fresh pages instead would grow the

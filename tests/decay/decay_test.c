@@ -27,6 +27,9 @@
  *               pieces they leave are mostly not in memory, and moving them would save
  *               no page fault, so few pages are gathered (the first move, to time it,
  *               and the rare retries)
+ *   aligned_reuse  blocks of 1-5 KB aligned to 64 KiB, cycled: the runs freed blocks
+ *               leave between live ones start aligned and serve the next requests, so
+ *               the steady state takes no page faults
  * trim, immediate and curve then do the same with 48 MiB of 1 KiB blocks, all freed: their
  * empty slabs wait in the arena's slab stash, which must count as dirty and go back the
  * same way.
@@ -282,6 +285,39 @@ static void scenario_gather_untouched(void) {
             (unsigned long long)gathered, (unsigned long long)requested_pages);
 }
 
+static long minor_faults(void) {
+  struct rusage u;
+  TT_CHECK(getrusage(RUSAGE_SELF, &u) == 0);
+  return u.ru_minflt;
+}
+
+/* 64 live blocks of 1-5 KB, each aligned to 64 KiB and its first page written, one
+ * replaced at random each step: after a warm-up, the steps fault in (almost) no page. */
+#define ALIGNED_LIVE 64
+#define ALIGNED_STEPS 20000
+static void scenario_aligned_reuse(void) {
+  purge_all(); /* no big free runs from before */
+  void *live[ALIGNED_LIVE] = {0};
+  long faults_before = 0;
+  unsigned seed = 7;
+  for (int step = 0; step < 2 * ALIGNED_STEPS; step++) {
+    if (step == ALIGNED_STEPS) faults_before = minor_faults();
+    seed = seed * 1103515245u + 12345u;
+    size_t size = 1000 + (size_t)(seed >> 8) % 4000;
+    void *p = NULL;
+    TT_CHECKF(posix_memalign(&p, 65536, size) == 0 && ((uintptr_t)p & 65535) == 0, "posix_memalign(65536, %zu)", size);
+    memset(p, 1, size < 4096 ? size : 4096);
+    int slot = (int)(seed >> 20) % ALIGNED_LIVE;
+    free(live[slot]);
+    live[slot] = p;
+  }
+  long faults = minor_faults() - faults_before;
+  for (int i = 0; i < ALIGNED_LIVE; i++) free(live[i]);
+  printf("aligned_reuse: %ld page faults in %d steps\n", faults, ALIGNED_STEPS);
+  TT_CHECKF(faults < ALIGNED_STEPS / 10, "freed aligned runs serve aligned requests: %ld page faults in %d steps", faults,
+            ALIGNED_STEPS);
+}
+
 static void scenario_gather(bool gather) {
   const size_t piece = 2 * MIB;
   purge_all();
@@ -323,12 +359,6 @@ static void scenario_gather(bool gather) {
  * that reuses them, directly or by moving them under fresh pages, must not clear them by
  * writing: a write copies the zero page (16k page faults and 64 MiB more resident a
  * call). Two rounds of each shape. */
-static long minor_faults(void) {
-  struct rusage u;
-  TT_CHECK(getrusage(RUSAGE_SELF, &u) == 0);
-  return u.ru_minflt;
-}
-
 static void scenario_calloc_read_through(void) {
   const size_t big = 64 * MIB, page = 4096;
   purge_all();
@@ -485,7 +515,7 @@ static void scenario_unusable_runs(void) {
 }
 
 int main(int argc, char **argv) {
-  TT_CHECKF(argc == 2, "usage: decay_test trim|immediate|never|curve|background|fork|purge_fork|stash_large|absorb|gather|gather_never|gather_untouched|calloc_read_through|calloc_sparse|calloc_dense|calloc_phases|unusable_runs");
+  TT_CHECKF(argc == 2, "usage: decay_test trim|immediate|never|curve|background|fork|purge_fork|stash_large|absorb|gather|gather_never|gather_untouched|aligned_reuse|calloc_read_through|calloc_sparse|calloc_dense|calloc_phases|unusable_runs");
   TT_CHECKF(strcmp(tessera_version(), "") != 0, "not running on tessera");
   const char *mode = argv[1];
   size_t base = rss_bytes();
@@ -543,6 +573,8 @@ int main(int argc, char **argv) {
     scenario_absorb();
   } else if (strcmp(mode, "gather") == 0 || strcmp(mode, "gather_never") == 0) {
     scenario_gather(strcmp(mode, "gather") == 0);
+  } else if (strcmp(mode, "aligned_reuse") == 0) {
+    scenario_aligned_reuse();
   } else if (strcmp(mode, "gather_untouched") == 0) {
     scenario_gather_untouched();
   } else if (strcmp(mode, "calloc_read_through") == 0) {
