@@ -324,6 +324,27 @@ void arena_free_large(arena_t *a, extent_t *e) {
 /* Off for good once the kernel turns out not to move pages (before Linux 5.7; valgrind). */
 static _Atomic bool move_unsupported;
 
+/*
+ * Whether realloc moves block e's pages to `to` rather than copying them. Onto pages
+ * that are not resident (fresh or released), always. Onto free pages that are, a move
+ * throws them away (the kernel unmaps the destination), to be faulted in again by
+ * whatever takes the old block's pages next, while a copy faults nothing if both sides
+ * are in memory. But free pages are not all in memory (a block the program wrote 64 KiB
+ * of leaves the rest of its pages free and untouched), and a copy faults in every such
+ * page it writes, and every page of the old block it reads that the program never wrote
+ * (where the kernel maps no zero page for reads). So where at most half the pages of
+ * either side are in memory (mincore), the pages move.
+ */
+#define MOVE_RESIDENT_SHARE_MAX 2 /* moved when at most 1/2 of a side's pages are resident */
+static bool mostly_not_resident(uintptr_t addr, size_t npages) {
+  size_t resident = os_count_resident((void *)addr, npages);
+  return resident != SIZE_MAX && resident * MOVE_RESIDENT_SHARE_MAX <= npages;
+}
+
+static bool move_pays(const extent_t *e, uintptr_t to, bool onto_fresh) {
+  return onto_fresh || mostly_not_resident(to, e->npages) || mostly_not_resident(e->addr, e->npages);
+}
+
 void *arena_realloc_large_moving(arena_t *a, extent_t *e, size_t new_usable) {
   tessera_assert(!opt_hardened && e->state == EXTENT_LARGE && new_usable > e->npages * PAGE);
   bool zeroed;
@@ -333,11 +354,9 @@ void *arena_realloc_large_moving(arena_t *a, extent_t *e, size_t new_usable) {
   if (unlikely(f == NULL) && arena_handle_oom(new_usable)) f = large_extent(a, new_usable, PAGE, e->npages, false, &zeroed, &gathered);
   if (f == NULL) return NULL;
   void *q = (void *)f->addr;
-  /* Only onto pages that are not resident: the move would throw resident free pages away
-   * (the kernel unmaps the destination), to be faulted in again by whatever takes the
-   * old block's pages next; onto resident ones a copy faults nothing. */
   os_move_result_t moved = OS_MOVE_UNSUPPORTED;
-  if (zeroed && !atomic_load_explicit(&move_unsupported, memory_order_relaxed)) moved = os_move_pages((void *)e->addr, q, old);
+  if (!atomic_load_explicit(&move_unsupported, memory_order_relaxed) && move_pays(e, f->addr, zeroed))
+    moved = os_move_pages((void *)e->addr, q, old);
   if (moved == OS_MOVE_LOST) fatal("realloc(): lost the mapping of a new block while moving the old one's pages (mremap)");
   if (moved == OS_MOVED) {
     arena_free_large_unguarded(e->arena, e, true);

@@ -827,27 +827,16 @@ COLD_TEXT static extent_t *take_dirty_top(arena_t *a, extent_t *d, size_t pages)
  * so that a move is tried again now and then (the cost may have fallen).
  */
 #define GATHER_FAULT_NS_UNMEASURED 1000 /* gather:always, machine not measured */
-#define GATHER_CHECK_PAGES 256          /* mincore's vector per call */
 #define GATHER_SKIPS_MAX 4              /* pieces left per gather before it stops looking */
 static _Atomic uint64_t gather_move_ns_per_page; /* moves timed so far, moving average; 0: none yet */
-
-static size_t gather_resident_pages(uintptr_t addr, size_t pages) {
-  unsigned char vec[GATHER_CHECK_PAGES];
-  size_t resident = 0;
-  for (size_t done = 0; done < pages;) {
-    size_t n = pages - done < GATHER_CHECK_PAGES ? pages - done : GATHER_CHECK_PAGES;
-    if (!os_pages_resident((void *)(addr + done * PAGE), n * PAGE, vec)) return pages; /* unknown: as before */
-    for (size_t i = 0; i < n; i++) resident += vec[i] & 1;
-    done += n;
-  }
-  return resident;
-}
 
 static bool gather_pays(uintptr_t addr, size_t pages) {
   uint64_t fault_ns = atomic_load_explicit(&gather_probe_fault_ns, memory_order_relaxed);
   if (fault_ns == 0) fault_ns = GATHER_FAULT_NS_UNMEASURED;
   uint64_t move_ns = atomic_load_explicit(&gather_move_ns_per_page, memory_order_relaxed);
-  if (gather_resident_pages(addr, pages) * fault_ns > pages * move_ns) return true;
+  size_t resident = os_count_resident((void *)addr, pages);
+  if (resident == SIZE_MAX) resident = pages; /* unknown: as if all were */
+  if (resident * fault_ns > pages * move_ns) return true;
   atomic_store_explicit(&gather_move_ns_per_page, move_ns - move_ns / 128, memory_order_relaxed);
   return false;
 }

@@ -74,6 +74,18 @@ bool os_pages_resident(void *addr, size_t size, unsigned char *vec) {
   return ok;
 }
 
+size_t os_count_resident(void *addr, size_t npages) {
+  unsigned char vec[OS_RESIDENT_CHUNK];
+  size_t resident = 0;
+  for (size_t done = 0; done < npages;) {
+    size_t n = npages - done < OS_RESIDENT_CHUNK ? npages - done : OS_RESIDENT_CHUNK;
+    if (!os_pages_resident((char *)addr + done * PAGE, n * PAGE, vec)) return SIZE_MAX;
+    for (size_t i = 0; i < n; i++) resident += vec[i] & 1;
+    done += n;
+  }
+  return resident;
+}
+
 int os_pagemap_open(void) {
   int saved = errno;
   int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);

@@ -30,6 +30,9 @@
  *   aligned_reuse  blocks of 1-5 KB aligned to 64 KiB, cycled: the runs freed blocks
  *               leave between live ones start aligned and serve the next requests, so
  *               the steady state takes no page faults
+ *   realloc_untouched  a 4 MiB block with 64 KiB written, grown by realloc onto free
+ *               pages that were never touched: its pages move, so neither its unwritten
+ *               pages nor the destination's are faulted in; contents kept
  * trim, immediate and curve then do the same with 48 MiB of 1 KiB blocks, all freed: their
  * empty slabs wait in the arena's slab stash, which must count as dirty and go back the
  * same way.
@@ -318,6 +321,35 @@ static void scenario_aligned_reuse(void) {
             ALIGNED_STEPS);
 }
 
+/* A block that cannot grow in place (a live block right above it) and a freed, untouched
+ * 16 MiB block (dirty, not in memory): realloc to 8 MiB takes the freed block's pages
+ * and must move the old pages there, not copy them. */
+static void scenario_realloc_untouched(void) {
+  const size_t size = 4 * MIB, written = 64 * 1024;
+  purge_all();
+  /* Two big blocks in a row: the second lands right above the first, which therefore
+   * cannot grow in place. */
+  unsigned char *p = malloc(size);
+  void *above = malloc(size);
+  void *spare = malloc(16 * MIB);
+  TT_CHECKF(p != NULL && above != NULL && spare != NULL, "malloc");
+  TT_CHECKF((uintptr_t)above == (uintptr_t)p + size, "a block right above the one to grow (%p, %p)", (void *)p, above);
+  for (size_t i = 0; i < written; i++) p[i] = (unsigned char)(i % 251 + 1);
+  free(spare);
+  long before = minor_faults();
+  unsigned char *q = realloc(p, 2 * size);
+  long faults = minor_faults() - before;
+  TT_CHECKF(q != NULL, "realloc");
+  printf("realloc_untouched: %s, %ld page faults\n", q == p ? "in place" : "moved", faults);
+  for (size_t i = 0; i < written; i++) TT_CHECKF(q[i] == (unsigned char)(i % 251 + 1), "byte %zu kept", i);
+  size_t nonzero = 0;
+  for (size_t i = written; i < size; i += 4096) nonzero += q[i] != 0;
+  TT_CHECKF(nonzero == 0, "%zu unwritten pages read nonzero", nonzero);
+  TT_CHECKF(faults < 64, "neither side's untouched pages faulted in: %ld page faults", faults);
+  free(q);
+  free(above);
+}
+
 static void scenario_gather(bool gather) {
   const size_t piece = 2 * MIB;
   purge_all();
@@ -515,7 +547,7 @@ static void scenario_unusable_runs(void) {
 }
 
 int main(int argc, char **argv) {
-  TT_CHECKF(argc == 2, "usage: decay_test trim|immediate|never|curve|background|fork|purge_fork|stash_large|absorb|gather|gather_never|gather_untouched|aligned_reuse|calloc_read_through|calloc_sparse|calloc_dense|calloc_phases|unusable_runs");
+  TT_CHECKF(argc == 2, "usage: decay_test trim|immediate|never|curve|background|fork|purge_fork|stash_large|absorb|gather|gather_never|gather_untouched|aligned_reuse|realloc_untouched|calloc_read_through|calloc_sparse|calloc_dense|calloc_phases|unusable_runs");
   TT_CHECKF(strcmp(tessera_version(), "") != 0, "not running on tessera");
   const char *mode = argv[1];
   size_t base = rss_bytes();
@@ -573,6 +605,8 @@ int main(int argc, char **argv) {
     scenario_absorb();
   } else if (strcmp(mode, "gather") == 0 || strcmp(mode, "gather_never") == 0) {
     scenario_gather(strcmp(mode, "gather") == 0);
+  } else if (strcmp(mode, "realloc_untouched") == 0) {
+    scenario_realloc_untouched();
   } else if (strcmp(mode, "aligned_reuse") == 0) {
     scenario_aligned_reuse();
   } else if (strcmp(mode, "gather_untouched") == 0) {
