@@ -259,8 +259,22 @@ bool arena_handle_oom(size_t request) {
 
 /* A large extent; see extent_alloc_gathering for gather_at, want_zero, *zeroed and
  * *gathered. */
+/*
+ * A block bigger than RAM and swap together is refused (NULL, ENOMEM), as under glibc:
+ * its mappings reserve no memory (MAP_NORESERVE), so the kernel would grant it, and the
+ * program, which asked for what the machine cannot hold (a size computed wrong, a probe
+ * of how much it may take), would be killed when it wrote it rather than told now.
+ * Not where the system grants every mapping (vm.overcommit_memory 1). Asked only for
+ * blocks of a GiB or more.
+ */
+#define HUGE_REQUEST_MIN ((size_t)1 << 30)
+static bool request_possible(size_t usable) {
+  return usable < HUGE_REQUEST_MIN || usable <= os_single_request_bound();
+}
+
 static extent_t *large_extent(arena_t *a, size_t usable, size_t align, size_t gather_at, bool want_zero, bool *zeroed,
                               size_t *gathered) {
+  if (!request_possible(usable)) return NULL;
   lock_acquire(&a->extent_lock);
   stash_make_room(a, STASH_LARGE, usable / PAGE);
   extent_t *e = extent_alloc_gathering(a, usable / PAGE, align / PAGE, large_code(usable), gather_at, want_zero, zeroed,
@@ -289,7 +303,8 @@ void *arena_malloc_large(arena_t *a, size_t size, size_t align, bool zero) {
   bool zeroed;
   size_t gathered;
   extent_t *e = large_extent(a, usable, align, 0, zero, &zeroed, &gathered);
-  if (unlikely(e == NULL) && arena_handle_oom(usable)) e = large_extent(a, usable, align, 0, zero, &zeroed, &gathered);
+  if (unlikely(e == NULL) && request_possible(usable) && arena_handle_oom(usable))
+    e = large_extent(a, usable, align, 0, zero, &zeroed, &gathered);
   if (e == NULL) return NULL;
   /* Only the pages that hold old data: the others read as zero (calloc of a big block
    * must not touch pages the program may never use). */
@@ -336,12 +351,12 @@ static _Atomic bool move_unsupported;
  * either side are in memory (mincore), the pages move.
  */
 #define MOVE_RESIDENT_SHARE_MAX 2 /* moved when at most 1/2 of a side's pages are resident */
-static bool mostly_not_resident(uintptr_t addr, size_t npages) {
+COLD_TEXT static bool mostly_not_resident(uintptr_t addr, size_t npages) {
   size_t resident = os_count_resident((void *)addr, npages);
   return resident != SIZE_MAX && resident * MOVE_RESIDENT_SHARE_MAX <= npages;
 }
 
-static bool move_pays(const extent_t *e, uintptr_t to, bool onto_fresh) {
+COLD_TEXT static bool move_pays(const extent_t *e, uintptr_t to, bool onto_fresh) {
   return onto_fresh || mostly_not_resident(to, e->npages) || mostly_not_resident(e->addr, e->npages);
 }
 
@@ -351,7 +366,8 @@ void *arena_realloc_large_moving(arena_t *a, extent_t *e, size_t new_usable) {
   size_t gathered, old = e->npages * PAGE;
   /* Resident free pages gathered above the old block's pages (they move below them). */
   extent_t *f = large_extent(a, new_usable, PAGE, e->npages, false, &zeroed, &gathered);
-  if (unlikely(f == NULL) && arena_handle_oom(new_usable)) f = large_extent(a, new_usable, PAGE, e->npages, false, &zeroed, &gathered);
+  if (unlikely(f == NULL) && request_possible(new_usable) && arena_handle_oom(new_usable))
+    f = large_extent(a, new_usable, PAGE, e->npages, false, &zeroed, &gathered);
   if (f == NULL) return NULL;
   void *q = (void *)f->addr;
   os_move_result_t moved = OS_MOVE_UNSUPPORTED;
@@ -373,6 +389,7 @@ bool arena_resize_large_in_place(arena_t *a, extent_t *e, size_t new_usable) {
   tessera_assert(e->arena == a && e->state == EXTENT_LARGE && new_usable % PAGE == 0);
   size_t old_pages = e->npages, new_pages = new_usable / PAGE;
   if (new_pages == old_pages) return true;
+  if (new_pages > old_pages && !request_possible(new_usable)) return false;
   bool ok;
   lock_acquire(&a->extent_lock);
   if (new_pages > old_pages) ok = extent_grow_in_place(a, e, new_pages, large_code(new_usable));

@@ -202,7 +202,7 @@ static bool holds_aligned(const extent_t *e, size_t npages, size_t align_pages) 
   return start + npages * PAGE <= e->addr + e->npages * PAGE;
 }
 
-static extent_t *set_find_aligned(const extent_set_t *s, size_t npages, size_t align_pages) {
+COLD_TEXT static extent_t *set_find_aligned(const extent_set_t *s, size_t npages, size_t align_pages) {
   unsigned last = bucket_floor(npages + align_pages - 1);
   for (unsigned b = bucket_floor(npages); b <= last; b++) {
     if (!(s->nonempty[b / 64] >> (b % 64) & 1)) continue;
@@ -830,7 +830,7 @@ COLD_TEXT static extent_t *take_dirty_top(arena_t *a, extent_t *d, size_t pages)
 #define GATHER_SKIPS_MAX 4              /* pieces left per gather before it stops looking */
 static _Atomic uint64_t gather_move_ns_per_page; /* moves timed so far, moving average; 0: none yet */
 
-static bool gather_pays(uintptr_t addr, size_t pages) {
+COLD_TEXT static bool gather_pays(uintptr_t addr, size_t pages) {
   uint64_t fault_ns = atomic_load_explicit(&gather_probe_fault_ns, memory_order_relaxed);
   if (fault_ns == 0) fault_ns = GATHER_FAULT_NS_UNMEASURED;
   uint64_t move_ns = atomic_load_explicit(&gather_move_ns_per_page, memory_order_relaxed);
@@ -841,7 +841,7 @@ static bool gather_pays(uintptr_t addr, size_t pages) {
   return false;
 }
 
-static void gather_note_cost(uint64_t ns, size_t pages) {
+COLD_TEXT static void gather_note_cost(uint64_t ns, size_t pages) {
   uint64_t per_page = ns / pages, avg = atomic_load_explicit(&gather_move_ns_per_page, memory_order_relaxed);
   avg = avg == 0 ? per_page : avg - avg / 4 + per_page / 4;
   atomic_store_explicit(&gather_move_ns_per_page, avg, memory_order_relaxed);
@@ -864,7 +864,7 @@ static bool gather_backoff_allows(void) {
   return atomic_fetch_add_explicit(&gather_backoff_requests, 1, memory_order_relaxed) % period == 0;
 }
 
-static void gather_note_outcome(size_t moved) {
+COLD_TEXT static void gather_note_outcome(size_t moved) {
   unsigned f = atomic_load_explicit(&gather_fruitless, memory_order_relaxed);
   atomic_store_explicit(&gather_fruitless, moved > 0 ? 0 : f < GATHER_BACKOFF_MAX ? f + 1 : f, memory_order_relaxed);
 }

@@ -74,7 +74,7 @@ bool os_pages_resident(void *addr, size_t size, unsigned char *vec) {
   return ok;
 }
 
-size_t os_count_resident(void *addr, size_t npages) {
+COLD_TEXT size_t os_count_resident(void *addr, size_t npages) {
   unsigned char vec[OS_RESIDENT_CHUNK];
   size_t resident = 0;
   for (size_t done = 0; done < npages;) {
@@ -114,6 +114,33 @@ bool os_swap_configured(void) {
   bool known = sysinfo(&si) == 0;
   errno = saved;
   return !known || si.totalswap != 0;
+}
+
+/* Whether the kernel grants mappings whatever their size (vm.overcommit_memory 1). */
+COLD_TEXT static bool overcommit_always(void) {
+  int saved = errno;
+  int fd = open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
+  char c = 0;
+  bool always = fd >= 0 && read(fd, &c, 1) == 1 && c == '1';
+  if (fd >= 0) close(fd);
+  errno = saved;
+  return always;
+}
+
+/* The bound, read once: 0 not yet, SIZE_MAX none. */
+static _Atomic size_t memory_bound;
+
+COLD_TEXT size_t os_single_request_bound(void) {
+  size_t bound = atomic_load_explicit(&memory_bound, memory_order_relaxed);
+  if (bound != 0) return bound;
+  struct sysinfo si;
+  int saved = errno;
+  bool known = sysinfo(&si) == 0;
+  errno = saved;
+  if (!known || overcommit_always()) bound = SIZE_MAX;
+  else bound = ((size_t)si.totalram + (size_t)si.totalswap) * (si.mem_unit ? si.mem_unit : 1);
+  atomic_store_explicit(&memory_bound, bound, memory_order_relaxed);
+  return bound;
 }
 
 size_t os_count_mappings(void) {

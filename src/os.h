@@ -61,6 +61,11 @@ bool os_pages_exclusive(int pagemap_fd, const void *addr, size_t npages, unsigne
  * mapping that is not resident has never been written since it was last released, and
  * reads as zero. True when unknown. */
 bool os_swap_configured(void);
+/* The largest single request that memory could hold: RAM plus swap (sysinfo), the
+ * bound the kernel's default overcommit heuristic puts on a mapping that reserves its
+ * memory; SIZE_MAX where the system grants any (vm.overcommit_memory 1) or cannot say.
+ * Read once. */
+size_t os_single_request_bound(void);
 /* The process's memory mappings (lines of /proc/self/maps); 0 if unreadable. */
 size_t os_count_mappings(void);
 /* Makes a range (page aligned) inaccessible (PROT_NONE), or readable and writable

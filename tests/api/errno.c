@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * api.errno: impossible requests return NULL (or an error code) with errno ENOMEM from every
- * function of the family, failed reallocations leave the old block intact, and free() never
- * touches errno.
+ * function of the family, blocks bigger than RAM and swap together included (unless the
+ * system grants any mapping), failed reallocations leave the old block intact, and free()
+ * never touches errno.
  */
 #include "tt.h"
 
+#include <fcntl.h>
+#include <stdbool.h>
 #include <malloc.h>
 #include <stddef.h>
+#include <sys/sysinfo.h>
 
 #define PTRDIFF_OVER ((size_t)PTRDIFF_MAX + 1)
 
@@ -131,8 +135,47 @@ static void test_free_keeps_errno(void) {
   }
 }
 
+/* Whether the system grants mappings of any size (vm.overcommit_memory 1). */
+static bool overcommit_always(void) {
+  int fd = open("/proc/sys/vm/overcommit_memory", O_RDONLY);
+  char c = 0;
+  bool always = fd >= 0 && read(fd, &c, 1) == 1 && c == '1';
+  if (fd >= 0) close(fd);
+  return always;
+}
+
+/* Blocks bigger than RAM and swap together: NULL and ENOMEM, as under glibc (whose
+ * mappings the kernel's overcommit heuristic refuses), not a block the program is
+ * killed for writing. */
+static void test_beyond_memory(void) {
+  struct sysinfo si;
+  TT_CHECK(sysinfo(&si) == 0);
+  size_t memory = ((size_t)si.totalram + (size_t)si.totalswap) * (si.mem_unit ? si.mem_unit : 1);
+  if (overcommit_always()) {
+    printf("api.errno: vm.overcommit_memory is 1, blocks beyond memory not checked\n");
+    return;
+  }
+  const size_t sizes[] = {memory + ((size_t)1 << 30), 2 * memory, (size_t)1 << 44};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    size_t n = tt_opaque(sizes[i]);
+    EXPECT_ENOMEM(malloc(n), "malloc(beyond memory)", n);
+    EXPECT_ENOMEM(calloc(n / 4096, 4096), "calloc(beyond memory)", n);
+    EXPECT_ENOMEM(aligned_alloc(1 << 21, n), "aligned_alloc(2 MiB, beyond memory)", n);
+    void *p = (void *)0x1;
+    TT_CHECKF(posix_memalign(&p, 4096, n) == ENOMEM && p == (void *)0x1, "posix_memalign(beyond memory)");
+    unsigned char *q = malloc(300000);
+    TT_CHECK(q != NULL);
+    uint64_t seed = tt_pattern_seed(q, i);
+    tt_fill(q, 300000, seed);
+    EXPECT_ENOMEM(realloc(q, n), "realloc(p, beyond memory)", n);
+    TT_VERIFY(q, 300000, seed, "block after a realloc beyond memory");
+    free(q);
+  }
+}
+
 int main(void) {
   tt_require_tessera();
+  test_beyond_memory();
   test_plain_functions();
   test_multiplication_overflow();
   test_realloc_failure_keeps_block();
