@@ -94,8 +94,13 @@ static bool others_have_stash(const arena_t *a) {
 
 extent_t *stash_make_room(arena_t *a, unsigned c, size_t npages) {
   lock_assert_held(&a->extent_lock);
-  if (a->stash_pages > 0) stash_reclaim(a, c, npages);
-  /* Nothing to borrow: the search of the dirty set would decide nothing. */
+  bool own = a->stash_pages > 0;
+  /* No stash anywhere: the search of the dirty set would decide nothing. */
+  if (!own && !others_have_stash(a)) return NULL;
+  /* The common case once a program runs: its free pages hold the request already (one
+   * search, not one before and one after the reclaim). */
+  if (extent_dirty_fits(a, npages)) return NULL;
+  if (own) stash_reclaim(a, c, npages);
   if (!others_have_stash(a)) return NULL;
   return extent_dirty_fits(a, npages) ? NULL : stash_borrow(a, c, npages);
 }
