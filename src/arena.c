@@ -257,8 +257,6 @@ bool arena_handle_oom(size_t request) {
   return unmapped > 0 || notified;
 }
 
-/* A large extent; see extent_alloc_gathering for gather_at, want_zero, *zeroed and
- * *gathered. */
 /*
  * A block bigger than RAM and swap together is refused (NULL, ENOMEM), as under glibc:
  * its mappings reserve no memory (MAP_NORESERVE), so the kernel would grant it, and the
@@ -272,6 +270,8 @@ static bool request_possible(size_t usable) {
   return usable < HUGE_REQUEST_MIN || usable <= os_single_request_bound();
 }
 
+/* A large extent; see extent_alloc_gathering for gather_at, want_zero, *zeroed and
+ * *gathered. NULL for a request beyond memory (request_possible). */
 static extent_t *large_extent(arena_t *a, size_t usable, size_t align, size_t gather_at, bool want_zero, bool *zeroed,
                               size_t *gathered) {
   if (!request_possible(usable)) return NULL;
