@@ -219,6 +219,14 @@ COLD_TEXT static extent_t *set_find_aligned(const extent_set_t *s, size_t npages
   return NULL;
 }
 
+/* An extent of s that holds a request of npages aligned to align_pages pages: one of
+ * search (npages + align_pages - 1) pages, which any holds, else an aligned fit. */
+static extent_t *set_find_request(const extent_set_t *s, size_t search, size_t npages, size_t align_pages) {
+  extent_t *f = set_find(s, search);
+  if (f == NULL && align_pages > 1) f = set_find_aligned(s, npages, align_pages);
+  return f;
+}
+
 /* ---- page-map bookkeeping ---- */
 
 static uintptr_t last_page(const extent_t *e) { return e->addr + (e->npages - 1) * PAGE; }
@@ -818,10 +826,10 @@ COLD_TEXT static extent_t *take_dirty_top(arena_t *a, extent_t *d, size_t pages)
  * but not all of them are in memory: a block the program wrote a page of leaves the
  * rest of its pages dirty and untouched, and moving those saves no page fault. And a
  * move costs more among many mappings: a program cycling 8 blocks of 0.3-1.3 MB that it
- * never writes made 2,779 moves of ~150 pages, 213 us each (5-11 us in a process with
- * few mappings), for pages none of which was resident: 0.72 s, 0.63 s of it in the
+ * never writes made 2,779 moves of ~150 pages, 213 us each (`strace -c`), for pages none
+ * of which was resident: 0.72 s, 0.63 s of it in the
  * kernel (tcmalloc 0.02 s). So the piece's resident pages are counted
- * (mincore: a microsecond and ~10 ns a page), and it moves when the faults they save
+ * (mincore: one system call per 256 pages), and it moves when the faults they save
  * (the machine's measured fault cost each) outweigh what moving its pages costs, by
  * the moves timed so far in this process. A piece left is counted against the estimate
  * so that a move is tried again now and then (the cost may have fallen).
@@ -943,8 +951,7 @@ static extent_t *alloc_pages(arena_t *a, size_t npages, size_t align_pages, exte
   size_t search = npages + (align_pages > 1 ? align_pages - 1 : 0);
   if (search < npages) return NULL;
   /* Reuse resident pages first (no page faults), then lazily freed ones, then released. */
-  extent_t *f = set_find(&a->dirty, search);
-  if (f == NULL && align_pages > 1) f = set_find_aligned(&a->dirty, npages, align_pages);
+  extent_t *f = set_find_request(&a->dirty, search, npages, align_pages);
   /*
    * Where in the chosen extent (the best fit: nothing smaller fits) the request goes.
    * Its resident pages always serve it: touching fresh pages instead would grow the
@@ -968,7 +975,7 @@ static extent_t *alloc_pages(arena_t *a, size_t npages, size_t align_pages, exte
   bool growing = gather_at > 0 && gather_at < npages; /* a block realloc moves to grow it */
   bool from_top = f != NULL && (state == EXTENT_SLAB ? f->npages > search
                                                      : f->npages / DIRTY_MAX_FIT > search || (search >= BIG_LARGE_PAGES && !growing));
-  if (f == NULL) f = set_find(&a->muzzy, search);
+  if (f == NULL) f = set_find_request(&a->muzzy, search, npages, align_pages);
   if (f == NULL && align_pages == 1) f = borrow_dirty(a, search);
   /* Not for a block to be cleared: its released pages would be labelled dirty, and
    * clearing them would fault them all (calloc of 64 MiB, freed and asked for again:

@@ -108,12 +108,17 @@ bool os_pages_exclusive(int pagemap_fd, const void *addr, size_t npages, unsigne
   return true;
 }
 
+/* sysinfo, errno kept. */
+static bool system_info(struct sysinfo *si) {
+  int saved = errno;
+  bool known = sysinfo(si) == 0;
+  errno = saved;
+  return known;
+}
+
 bool os_swap_configured(void) {
   struct sysinfo si;
-  int saved = errno;
-  bool known = sysinfo(&si) == 0;
-  errno = saved;
-  return !known || si.totalswap != 0;
+  return !system_info(&si) || si.totalswap != 0;
 }
 
 /* Whether the kernel grants mappings whatever their size (vm.overcommit_memory 1). */
@@ -134,10 +139,7 @@ COLD_TEXT size_t os_single_request_bound(void) {
   size_t bound = atomic_load_explicit(&memory_bound, memory_order_relaxed);
   if (bound != 0) return bound;
   struct sysinfo si;
-  int saved = errno;
-  bool known = sysinfo(&si) == 0;
-  errno = saved;
-  if (!known || overcommit_always()) bound = SIZE_MAX;
+  if (!system_info(&si) || overcommit_always()) bound = SIZE_MAX;
   else bound = ((size_t)si.totalram + (size_t)si.totalswap) * (si.mem_unit ? si.mem_unit : 1);
   atomic_store_explicit(&memory_bound, bound, memory_order_relaxed);
   return bound;

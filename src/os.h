@@ -43,8 +43,8 @@ unsigned os_release_ranges(const os_range_t *ranges, unsigned n, bool lazy); /* 
  * (mincore: a page never touched is not; the other bits are reserved). Returns false if
  * the kernel refused. */
 bool os_pages_resident(void *addr, size_t size, unsigned char *vec);
-/* How many of the npages pages at addr (page aligned) are in memory (mincore, a
- * microsecond and ~10 ns a page); SIZE_MAX if the kernel refused. */
+/* How many of the npages pages at addr (page aligned) are in memory (mincore, one call
+ * per OS_RESIDENT_CHUNK pages); SIZE_MAX if the kernel refused. */
 #define OS_RESIDENT_CHUNK 256 /* pages asked about per call */
 size_t os_count_resident(void *addr, size_t npages);
 /* The kernel's page table of this process (/proc/self/pagemap), opened for
