@@ -73,10 +73,10 @@ PROF_API_ENTRY void *alloc_sampled_in(arena_t *a, size_t usize, size_t align, bo
 PROF_API_ENTRY static void *alloc_sampled(size_t usize, size_t align, bool zero) {
   return alloc_sampled_in(NULL, usize, align, zero); }
 
-/* A block of at least *usable bytes from the calling thread's cache of large blocks
- * (zeroed if asked), its size in *usable, or NULL. */
-static void *large_cached(tcache_t *tc, size_t *usable, bool zero) {
-  extent_t *e = large_cache_take(tc, *usable, zero);
+/* A block of at least *usable bytes aligned to align from the calling thread's cache of
+ * large blocks (zeroed if asked), its size in *usable, or NULL. */
+static void *large_cached(tcache_t *tc, size_t *usable, size_t align, bool zero) {
+  extent_t *e = large_cache_take(tc, *usable, align, zero);
   if (e == NULL) return NULL;
   *usable = e->npages * PAGE;
   return (void *)e->addr;
@@ -86,7 +86,7 @@ PROF_API_ENTRY void *alloc_large(size_t size, size_t align, bool zero) {
   if (unlikely(opt_prof) && prof_alloc_due(large_usable_size(size))) return alloc_sampled(large_usable_size(size), align, zero);
   tcache_t *tc = tcache_get();
   size_t usable = large_usable_size(size);
-  void *p = align <= PAGE ? large_cached(tc, &usable, zero) : NULL;
+  void *p = large_cached(tc, &usable, align, zero);
   if (p == NULL) p = arena_malloc_large(tcache_large_arena(tc), size, align, zero);
   return alloc_counted_large(p, usable, zero);
 }
@@ -162,7 +162,7 @@ static void *alloc_any(size_t size) {
   tcache_t *tc = tcache_get();
   if (size <= LOOKUP_MAX) return alloc_cached_class(tc, size_to_class(size), size);
   size_t usable = large_usable_size(size);
-  void *p = large_cached(tc, &usable, false);
+  void *p = large_cached(tc, &usable, PAGE, false);
   if (p == NULL) p = arena_malloc_large(tcache_large_arena(tc), size, PAGE, false);
   return alloc_counted(p, usable);
 }

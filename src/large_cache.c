@@ -63,6 +63,7 @@ static void gc_tick(large_cache_t *lc) {
   unsigned j = lc->gc_class;
   lc->gc_class = (uint8_t)((j + 1) % LARGE_CACHE_CLASSES);
   if (lc->count[j] > 0 && !lc->taken[j]) flush_oldest(lc, j, (lc->count[j] + 1u) / 2u);
+  if (!lc->taken[j]) lc->missed[j] = 0;
   lc->taken[j] = 0;
 }
 
@@ -70,15 +71,43 @@ bool large_cache_served(const extent_t *e, size_t usable) {
   return e->served_down > 0 && class_of(usable) + e->served_down == class_of(e->npages * PAGE);
 }
 
-extent_t *large_cache_take(tcache_t *tc, size_t usable, bool zero) {
+/* The newest block of the first class from *j to last that holds one (*j: its class). */
+static extent_t *take_newest(large_cache_t *lc, unsigned *j, unsigned last) {
+  unsigned c = *j;
+  while (lc->count[c] == 0)
+    if (++c > last) return NULL;
+  *j = c;
+  return lc->slots[c][--lc->count[c]];
+}
+
+/* The newest block at an address aligned to align (beyond a page) of the first class
+ * from *j to last that holds one. Blocks freed after an aligned request are aligned
+ * alike: a program asking for 64 KiB-aligned buffers again and again finds its own
+ * freed ones here instead of searching its arena's free runs for an aligned one. */
+static extent_t *take_aligned(large_cache_t *lc, unsigned *j, unsigned last, size_t align) {
+  for (unsigned c = *j; c <= last; c++)
+    for (unsigned i = lc->count[c]; i-- > 0;) {
+      extent_t *e = lc->slots[c][i];
+      if ((e->addr & (align - 1)) != 0) continue;
+      for (; i + 1u < lc->count[c]; i++) lc->slots[c][i] = lc->slots[c][i + 1u];
+      lc->count[c]--;
+      *j = c;
+      return e;
+    }
+  return NULL;
+}
+
+extent_t *large_cache_take(tcache_t *tc, size_t usable, size_t align, bool zero) {
   unsigned j = class_of(usable);
   if (tc == NULL || j == LARGE_CACHE_CLASSES || tls_thread.realloc_copying) return NULL;
   large_cache_t *lc = &tc->large;
   gc_tick(lc);
   unsigned want = j, last = j + LARGE_CACHE_FIT_UP < LARGE_CACHE_CLASSES ? j + LARGE_CACHE_FIT_UP : LARGE_CACHE_CLASSES - 1u;
-  while (lc->count[j] == 0)
-    if (++j > last) return NULL;
-  extent_t *e = lc->slots[j][--lc->count[j]];
+  extent_t *e = align <= PAGE ? take_newest(lc, &j, last) : take_aligned(lc, &j, last, align);
+  if (e == NULL) {
+    lc->missed[want] = 1;
+    return NULL;
+  }
   e->served_down = (uint8_t)(j - want);
   lc->taken[j] = 1;
   usable = e->npages * PAGE;
@@ -115,7 +144,12 @@ bool large_cache_put(tcache_t *tc, extent_t *e) {
   if (j == LARGE_CACHE_CLASSES || tls_thread.realloc_copying) return false;
   large_cache_t *lc = &tc->large;
   gc_tick(lc);
-  if (next_to_free_pages(e)) return false;
+  /* Unless the class is in use with nothing cached: a block carved from free memory sits
+   * next to the rest of it, and a program freeing and asking for its class again and
+   * again would send each block through the arena and back (malloc and free of random
+   * sizes up to 256 KiB: 0.12 -> 0.05 s a million pairs). One block of the class then
+   * stays, not more. */
+  if (!(lc->missed[j] && lc->count[j] == 0) && next_to_free_pages(e)) return false;
   if (lc->count[j] >= class_capacity(usable) || lc->bytes + usable > LARGE_CACHE_BYTES) return false;
   __atomic_store_n(&e->thread_cached, 1, __ATOMIC_RELAXED);
   lc->slots[j][lc->count[j]++] = e;

@@ -28,10 +28,11 @@
 
 #define LARGE_CACHE_BYTES ((size_t)1 << 20)
 
-/* A cached block for a request of `usable` bytes (a large class size) for the calling
- * thread (tc may be NULL: none), of that class or up to twice its size (its own size is
- * e->npages pages), its mark cleared and, when zero is set, its bytes, or NULL. */
-extent_t *large_cache_take(tcache_t *tc, size_t usable, bool zero);
+/* A cached block for a request of `usable` bytes (a large class size) aligned to align
+ * (a page or more) for the calling thread (tc may be NULL: none), of that class or up to
+ * twice its size (its own size is e->npages pages), its mark cleared and, when zero is
+ * set, its bytes, or NULL. */
+extent_t *large_cache_take(tcache_t *tc, size_t usable, size_t align, bool zero);
 /* Whether large block e was taken from a thread's cache for a request of `usable` bytes
  * (a class below its own): a sized free of it with that size is right. */
 bool large_cache_served(const extent_t *e, size_t usable);

@@ -60,8 +60,8 @@ void prof_hooks_constructed(void) {
 /* A block of the thread's cache of large blocks for a sampled request of request bytes
  * (whole pages), or NULL. Its page-map code is already CODE_LARGE. */
 static extent_t *cached_large_block(size_t request, size_t align, bool zero) {
-  if (align > PAGE || request <= SMALL_MAX) return NULL;
-  return large_cache_take(tcache_get(), large_usable_size(request), zero);
+  if (request <= SMALL_MAX) return NULL;
+  return large_cache_take(tcache_get(), large_usable_size(request), align, zero);
 }
 
 COLD_TEXT extent_t *prof_block_new(arena_t *a, size_t usize, size_t align, bool zero) {

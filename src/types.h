@@ -329,6 +329,9 @@ typedef struct large_cache {
   uint8_t gc_class;        /* the class the GC looks at next */
   uint8_t count[LARGE_CACHE_CLASSES];
   uint8_t taken[LARGE_CACHE_CLASSES]; /* a block was taken since the GC's last look */
+  /* a request found none of the class (nor up to four above) since the GC's last look
+   * found the class idle: the class is in use, and its freed blocks stay (large_cache.c) */
+  uint8_t missed[LARGE_CACHE_CLASSES];
   extent_t *slots[LARGE_CACHE_CLASSES][LARGE_CACHE_SLOTS]; /* oldest first */
 } large_cache_t;
 

@@ -9,6 +9,10 @@
  *   bounded  a thread holds at most 1 MiB of them, the rest reach their arena at once
  *   exit     a thread's cached blocks go back to their arena when it exits
  *   gc       a class nothing is taken from gives its blocks back while others are used
+ *   aligned  a request aligned beyond a page takes a cached block at such an address,
+ *            never one that is not
+ *   cycling  a block next to free memory goes to its arena, but once a request of its
+ *            class found none cached, the next one freed waits in the cache
  *   off      tcache_large_max:0 (the driver sets it): no block waits, sizes whole pages
  */
 #include "tt_ctl.h"
@@ -160,6 +164,88 @@ static void test_gc(void) {
             arena_blocks(40 * KIB) - before);
 }
 
+/* A cached block of 40 KiB at a 64 KiB-aligned address serves the next 64 KiB-aligned
+ * request of its class (from aligned_alloc and posix_memalign alike); a cached block at
+ * an address not so aligned does not. */
+static void test_aligned(void) {
+  enum { N = 8 };
+  void *live[N];
+  size_t before = arena_blocks(40 * KIB);
+  for (int i = 0; i < N; i++) TT_CHECK((live[i] = aligned_alloc(64 * KIB, 40000)) != NULL);
+  void *freed = NULL;
+  for (int i = 1; i < N - 1 && freed == NULL; i++) {
+    free(live[i]);
+    if (arena_blocks(40 * KIB) == before + N) freed = live[i]; /* it waits in the cache */
+    else TT_CHECK((live[i] = aligned_alloc(64 * KIB, 40000)) != NULL);
+  }
+  TT_CHECKF(freed != NULL, "no 64 KiB-aligned block of 40 KiB stayed in the thread's cache");
+  void *p = NULL;
+  TT_CHECK(posix_memalign(&p, 64 * KIB, 30000) == 0);
+  TT_CHECKF(p == freed, "a 64 KiB-aligned request: %p, want the cached aligned block %p", p, freed);
+  TT_CHECKF(arena_blocks(40 * KIB) == before + N, "the aligned request went to the arena");
+  free(p);
+  /* Now a cached block that is not 64 KiB-aligned, and no aligned one. */
+  void *plain[N];
+  void *unaligned = NULL;
+  for (int i = 0; i < N; i++) plain[i] = malloc(40000);
+  for (int i = 1; i < N - 1 && unaligned == NULL; i++) {
+    if ((uintptr_t)plain[i] % (64 * KIB) == 0) continue;
+    size_t count = arena_blocks(40 * KIB);
+    free(plain[i]);
+    if (arena_blocks(40 * KIB) == count) unaligned = plain[i];
+    else plain[i] = malloc(40000);
+    if (unaligned != NULL) plain[i] = NULL;
+  }
+  TT_CHECKF(unaligned != NULL, "no unaligned block of 40 KiB stayed in the thread's cache");
+  void *q = aligned_alloc(64 * KIB, 40 * KIB); /* the aligned one cached above first */
+  void *r = aligned_alloc(64 * KIB, 40 * KIB);
+  TT_CHECK(q != NULL && r != NULL);
+  TT_CHECKF((uintptr_t)q % (64 * KIB) == 0 && (uintptr_t)r % (64 * KIB) == 0, "%p, %p: not 64 KiB-aligned", q, r);
+  TT_CHECKF(q != unaligned && r != unaligned, "an aligned request took the unaligned cached block %p", unaligned);
+  TT_CHECK(malloc(40000) == unaligned); /* still cached, for requests without alignment */
+  free(unaligned);
+  free(q);
+  free(r);
+  for (int i = 0; i < N; i++) {
+    free(live[i] == freed ? NULL : live[i]);
+    free(plain[i]);
+  }
+}
+
+/* A block carved from free memory sits next to what is left of it, and freed, it goes
+ * back to merge with it while its class has blocks cached. But a program freeing and
+ * asking for one class again and again would then send every block of it through its
+ * arena: once a request of the class found none cached, the next block of it freed
+ * stays even next to free memory. */
+static void *cycle_in_thread(void *arg) {
+  (void)arg;
+  char *big = malloc(8 << 20); /* above the cache's sizes: to the arena, freed */
+  TT_CHECK(big != NULL);
+  memset(big, 1, 8 << 20); /* resident free memory once freed */
+  free(big);
+  size_t before = arena_blocks(224 * KIB);
+  void *a = malloc(200 * KIB), *b = malloc(200 * KIB); /* carved from it, in a row */
+  TT_CHECK(a != NULL && b != NULL);
+  TT_CHECK(arena_blocks(224 * KIB) == before + 2);
+  free(a); /* b above it: cached */
+  TT_CHECKF(arena_blocks(224 * KIB) == before + 2, "a block between live ones should wait in the cache");
+  free(b); /* the free memory above it, and a block of its class cached: to the arena */
+  TT_CHECKF(arena_blocks(224 * KIB) == before + 1, "a block next to free memory should go back to its arena");
+  for (int i = 0; i < 1000; i++) {
+    void *r = malloc(200 * KIB);
+    TT_CHECKF(r == a, "step %d: %p, want the cached block %p", i, r, a);
+    free(r); /* next to free memory now, but its class is in use: cached */
+    TT_CHECKF(arena_blocks(224 * KIB) == before + 1, "step %d: the cycling class's block went to its arena", i);
+  }
+  return NULL;
+}
+
+static void test_cycling(void) {
+  pthread_t t; /* a new thread: a cache with nothing in it yet */
+  TT_CHECK(pthread_create(&t, NULL, cycle_in_thread, NULL) == 0);
+  TT_CHECK(pthread_join(t, NULL) == 0);
+}
+
 static void test_off(void) {
   void *p = malloc(33000);
   TT_CHECK(p != NULL);
@@ -171,13 +257,15 @@ static void test_off(void) {
 
 int main(int argc, char **argv) {
   tt_require_tessera();
-  TT_CHECKF(argc == 2, "usage: large_cache reuse|fit|fit_realloc|bounded|exit|gc|off");
+  TT_CHECKF(argc == 2, "usage: large_cache reuse|fit|fit_realloc|bounded|exit|gc|aligned|cycling|off");
   if (strcmp(argv[1], "reuse") == 0) test_reuse();
   else if (strcmp(argv[1], "fit") == 0) test_fit();
   else if (strcmp(argv[1], "fit_realloc") == 0) test_fit_realloc();
   else if (strcmp(argv[1], "bounded") == 0) test_bounded();
   else if (strcmp(argv[1], "exit") == 0) test_exit();
   else if (strcmp(argv[1], "gc") == 0) test_gc();
+  else if (strcmp(argv[1], "aligned") == 0) test_aligned();
+  else if (strcmp(argv[1], "cycling") == 0) test_cycling();
   else if (strcmp(argv[1], "off") == 0) test_off();
   else TT_CHECKF(0, "unknown case %s", argv[1]);
   printf("large_cache %s: ok\n", argv[1]);
