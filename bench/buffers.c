@@ -7,18 +7,20 @@
  * reach above most allocators' small classes, so this measures how they serve and
  * recycle large blocks per thread: through an arena lock each time, or from a thread's
  * own cache. touch=0 writes only the first and last byte of each buffer (the allocator's
- * own cost, without the page writes).
+ * own cost, without the page writes). uniform=1 draws the sizes uniformly instead, so
+ * that most fall in the biggest classes (messages of any length up to a bound).
  *
- *   buffers threads=4 ops=2m live=16 min=4096 max=262144 touch=1 limit=60
+ *   buffers threads=4 ops=2m live=16 min=4096 max=262144 touch=1 uniform=0 limit=60
  */
 #include "workers.h"
 
-static long long ops_per_thread, live, min_size, max_size, touch_pages;
+static long long ops_per_thread, live, min_size, max_size, touch_pages, uniform_sizes;
 static double deadline;
 
 /* A new buffer: one byte written on each of its pages (touch=1), or on its first. */
 static unsigned char *new_buffer(bench_rng *rng, size_t *size_out) {
-  size_t size = (size_t)rng_log_range(rng, (uint64_t)min_size, (uint64_t)max_size);
+  size_t size = (size_t)(uniform_sizes ? rng_range(rng, (uint64_t)min_size, (uint64_t)max_size)
+                                       : rng_log_range(rng, (uint64_t)min_size, (uint64_t)max_size));
   unsigned char *p = bench_check(malloc(size), size);
   for (size_t i = 0; i < size; i += touch_pages ? 4096 : size) p[i] = (unsigned char)i;
   p[size - 1] = 1;
@@ -56,6 +58,7 @@ int main(int argc, char **argv) {
   min_size = arg_long(argc, argv, "min", 4096);
   max_size = arg_long(argc, argv, "max", 262144);
   touch_pages = arg_long(argc, argv, "touch", 1);
+  uniform_sizes = arg_long(argc, argv, "uniform", 0);
   double limit = arg_double(argc, argv, "limit", 60);
   if (threads < 1 || live < 1 || min_size < 1 || max_size < min_size) {
     fprintf(stderr, "buffers: bad arguments\n");
