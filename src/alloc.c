@@ -159,7 +159,7 @@ COLD_TEXT void *alloc_hardened(size_t n, size_t align, bool zero, const char *fu
 }
 
 static void *alloc_any(size_t size) {
-  tcache_t *tc = tcache_get();
+  tcache_t *tc = tls_thread.tcache != &tcache_empty ? tls_thread.tcache : tcache_get();
   if (size <= LOOKUP_MAX) return alloc_cached_class(tc, size_to_class(size), size);
   size_t usable = large_usable_size(size);
   void *p = large_cached(tc, &usable, PAGE, false);

@@ -68,9 +68,8 @@ COLD_TEXT bool background_start(void) {
   return true;
 }
 
-void background_start_if_wanted(void) {
+void background_start_wanted(void) {
   if (atomic_load_explicit(&background_state, memory_order_relaxed) != BG_NONE) return;
-  if (!opt_background_thread && !atomic_load_explicit(&purge_wants_background, memory_order_relaxed)) return;
   atomic_store_explicit(&purge_wants_background, false, memory_order_relaxed);
   background_start();
 }

@@ -306,10 +306,24 @@ COLD_TEXT static void quarantine_many(tcache_t *tc, void *p, unsigned c) {
   for (unsigned i = 0; i < n; i++) free_held(tc, out[i]);
 }
 
+/* Large block p (extent e, checked by free_lookup_block) into the calling thread's cache
+ * of large blocks, if it has one and takes the block (large_cache_put refuses what it
+ * must not keep: hardened mode's, junk's and zero's blocks, sampled ones). Before the
+ * rest of free_checked and free_block_now: a program cycling such blocks frees one at
+ * every step. */
+static inline bool free_large_to_cache(void *p, extent_t *e) {
+  tcache_t *tc = tls_thread.tcache;
+  if (tc == &tcache_empty || e->calloc_measure || !large_cache_put(tc, e)) return false;
+  tessera_assert(e->addr == (uintptr_t)p);
+  tls_thread.deallocated += e->npages * PAGE;
+  return true;
+}
+
 NOINLINE static void free_general(void *p) {
   if (p == NULL) return;
   unsigned c;
   extent_t *e = free_lookup_block(p, "free()", &c, true);
+  if (c == CODE_LARGE && free_large_to_cache(p, e)) return;
   free_checked(p, e, c);
 }
 

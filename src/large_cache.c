@@ -18,23 +18,37 @@
  * resident anyway. The smallest class that fits is taken first. */
 #define LARGE_CACHE_FIT_UP 4u
 
-/* The cache's class of a large usable size (2^k + i * 2^(k-2), i = 1..4, from 40 KiB:
- * class 0), or LARGE_CACHE_CLASSES when the size is not exactly a class it caches (a
- * sampled block's extent, a block above the limit). */
-static unsigned class_of(size_t usable) {
-  if (usable <= SMALL_MAX || usable > opt_tcache_large_max || large_class_round(usable) != usable)
-    return LARGE_CACHE_CLASSES;
-  unsigned lg = 63u - (unsigned)__builtin_clzll((unsigned long long)(usable - 1));
-  unsigned j = (lg - 15u) * 4u + (unsigned)(usable >> (lg - 2)) - 5u;
-  tessera_assert(j < LARGE_CACHE_CLASSES && class_to_size(NSMALL + j) == usable);
-  return j;
-}
+/* The cache's classes (2^k + i * 2^(k-2) bytes, i = 1..4, from 40 KiB), by their pages:
+ * class j + 1 at a block of exactly that many pages, 0 at any other count. */
+#define CLASS_PAGES(kib) (((size_t)(kib) << 10) >> LG_PAGE)
+#define CLASS_PAGES_MAX CLASS_PAGES(LARGE_CACHE_MAX >> 10)
+static const uint8_t class_by_pages[CLASS_PAGES_MAX + 1] = {
+    [CLASS_PAGES(40)] = 1,  [CLASS_PAGES(48)] = 2,  [CLASS_PAGES(56)] = 3,  [CLASS_PAGES(64)] = 4,
+    [CLASS_PAGES(80)] = 5,  [CLASS_PAGES(96)] = 6,  [CLASS_PAGES(112)] = 7, [CLASS_PAGES(128)] = 8,
+    [CLASS_PAGES(160)] = 9, [CLASS_PAGES(192)] = 10, [CLASS_PAGES(224)] = 11, [CLASS_PAGES(256)] = 12,
+};
+_Static_assert(LARGE_CACHE_CLASSES == 12 && LARGE_CACHE_MAX == (size_t)256 << 10, "class_by_pages lists the classes");
 
-/* Blocks a class of `usable` bytes may hold: half the cache's bytes in blocks of its
- * size, 1 to LARGE_CACHE_SLOTS (8 of 40-64 KiB, 2 of 192-256 KiB). */
-static unsigned class_capacity(size_t usable) {
-  size_t n = LARGE_CACHE_BYTES / 2 / usable;
-  return n < 1 ? 1 : n > LARGE_CACHE_SLOTS ? LARGE_CACHE_SLOTS : (unsigned)n;
+/* Blocks a class of `kib` KiB may hold: half the cache's bytes in blocks of its size,
+ * 1 to LARGE_CACHE_SLOTS (8 of 40-64 KiB, 2 of 192-256 KiB). */
+#define CLASS_FILL(kib) (LARGE_CACHE_BYTES / 2 / ((size_t)(kib) << 10))
+#define CLASS_CAPACITY(kib) (CLASS_FILL(kib) > LARGE_CACHE_SLOTS ? LARGE_CACHE_SLOTS : CLASS_FILL(kib) < 1 ? 1 : CLASS_FILL(kib))
+static const uint8_t class_capacity[LARGE_CACHE_CLASSES] = {
+    CLASS_CAPACITY(40),  CLASS_CAPACITY(48),  CLASS_CAPACITY(56),  CLASS_CAPACITY(64),
+    CLASS_CAPACITY(80),  CLASS_CAPACITY(96),  CLASS_CAPACITY(112), CLASS_CAPACITY(128),
+    CLASS_CAPACITY(160), CLASS_CAPACITY(192), CLASS_CAPACITY(224), CLASS_CAPACITY(256),
+};
+
+/* The cache's class of a large usable size, or LARGE_CACHE_CLASSES when the size is
+ * not exactly a class it caches (a sampled block's extent, a block above the limit). */
+static unsigned class_of(size_t usable) {
+  size_t pages = usable >> LG_PAGE;
+  if (usable > opt_tcache_large_max || pages > CLASS_PAGES_MAX || class_by_pages[pages] == 0 ||
+      (usable & PAGE_MASK) != 0)
+    return LARGE_CACHE_CLASSES;
+  unsigned j = class_by_pages[pages] - 1u;
+  tessera_assert(class_to_size(NSMALL + j) == usable);
+  return j;
 }
 
 static void add_bytes(large_cache_t *lc, size_t bytes, bool add) {
@@ -150,7 +164,7 @@ bool large_cache_put(tcache_t *tc, extent_t *e) {
    * sizes up to 256 KiB: 0.12 -> 0.05 s a million pairs). One block of the class then
    * stays, not more. */
   if (!(lc->missed[j] && lc->count[j] == 0) && next_to_free_pages(e)) return false;
-  if (lc->count[j] >= class_capacity(usable) || lc->bytes + usable > LARGE_CACHE_BYTES) return false;
+  if (lc->count[j] >= class_capacity[j] || lc->bytes + usable > LARGE_CACHE_BYTES) return false;
   __atomic_store_n(&e->thread_cached, 1, __ATOMIC_RELAXED);
   lc->slots[j][lc->count[j]++] = e;
   add_bytes(lc, usable, true);
