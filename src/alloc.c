@@ -302,6 +302,10 @@ NOINLINE PROF_API_ENTRY void *malloc_hardened(size_t size) {
 NOINLINE PROF_API_ENTRY static void *malloc_slow(size_t size) {
   if (unlikely(opt_hardened)) return malloc_hardened(size);
   if (unlikely(prof_mallocs_counted)) return malloc_profiled(size);
+  if (size - (LOOKUP_MAX + 1) < LARGE_CACHE_MAX - LOOKUP_MAX) {
+    void *p = large_cache_pop(tls_thread.tcache, size);
+    if (p != NULL) return p;
+  }
   return malloc_general(size);
 }
 

@@ -4,6 +4,7 @@
 #include "arena.h"
 #include "calloc_clear.h"
 #include "config.h"
+#include "hardened_key.h"
 #include "options.h"
 #include "pagemap.h"
 #include "size_class.h"
@@ -70,10 +71,9 @@ static void flush_oldest(large_cache_t *lc, unsigned j, unsigned n) {
   lc->count[j] = (uint8_t)left;
 }
 
-/* Every LARGE_CACHE_GC_EVENTS takes and puts, one class: if nothing was taken from it
- * since the last look, half of its blocks (the oldest) go back. */
-static void gc_tick(large_cache_t *lc) {
-  if (++lc->events % LARGE_CACHE_GC_EVENTS != 0) return;
+/* The GC's look at its next class: if nothing was taken from it since the last look,
+ * half of its blocks (the oldest) go back. */
+static void gc_look(large_cache_t *lc) {
   unsigned j = lc->gc_class;
   lc->gc_class = (uint8_t)((j + 1) % LARGE_CACHE_CLASSES);
   if (lc->count[j] > 0 && !lc->taken[j]) flush_oldest(lc, j, (lc->count[j] + 1u) / 2u);
@@ -81,7 +81,12 @@ static void gc_tick(large_cache_t *lc) {
   lc->taken[j] = 0;
 }
 
-bool large_cache_served(const extent_t *e, size_t usable) {
+/* Every LARGE_CACHE_GC_EVENTS takes and puts, a look (inline: every take and put counts). */
+static inline void gc_tick(large_cache_t *lc) {
+  if (unlikely(++lc->events % LARGE_CACHE_GC_EVENTS == 0)) gc_look(lc);
+}
+
+COLD_TEXT bool large_cache_served(const extent_t *e, size_t usable) {
   return e->served_down > 0 && class_of(usable) + e->served_down == class_of(e->npages * PAGE);
 }
 
@@ -97,8 +102,9 @@ static extent_t *take_newest(large_cache_t *lc, unsigned *j, unsigned last) {
 /* The newest block at an address aligned to align (beyond a page) of the first class
  * from *j to last that holds one. Blocks freed after an aligned request are aligned
  * alike: a program asking for 64 KiB-aligned buffers again and again finds its own
- * freed ones here instead of searching its arena's free runs for an aligned one. */
-static extent_t *take_aligned(large_cache_t *lc, unsigned *j, unsigned last, size_t align) {
+ * freed ones here instead of searching its arena's free runs for an aligned one. With
+ * the cold code (COLD_TEXT): a small program never asks for such alignments. */
+COLD_TEXT static extent_t *take_aligned(large_cache_t *lc, unsigned *j, unsigned last, size_t align) {
   for (unsigned c = *j; c <= last; c++)
     for (unsigned i = lc->count[c]; i-- > 0;) {
       extent_t *e = lc->slots[c][i];
@@ -131,6 +137,24 @@ extent_t *large_cache_take(tcache_t *tc, size_t usable, size_t align, bool zero)
   /* A used block, cleared whole: its usable size is what malloc_usable_size reports. */
   if (zero) calloc_clear(e, (void *)e->addr, usable);
   return e;
+}
+
+void *large_cache_pop(tcache_t *tc, size_t size) {
+  if (tc == &tcache_empty || tls_thread.realloc_copying) return NULL;
+  size_t usable = large_class_round(size);
+  unsigned want = class_by_pages[usable >> LG_PAGE] - 1u, j = want;
+  large_cache_t *lc = &tc->large;
+  gc_tick(lc);
+  extent_t *e = take_newest(lc, &j, want + LARGE_CACHE_FIT_UP < LARGE_CACHE_CLASSES ? want + LARGE_CACHE_FIT_UP : LARGE_CACHE_CLASSES - 1u);
+  if (e == NULL) return NULL; /* the general path notes the miss */
+  tessera_assert(e->state == EXTENT_LARGE && class_of(e->npages * PAGE) == j && !e->sampled);
+  e->served_down = (uint8_t)(j - want);
+  lc->taken[j] = 1;
+  usable = e->npages * PAGE;
+  add_bytes(lc, usable, false);
+  __atomic_store_n(&e->thread_cached, 0, __ATOMIC_RELAXED);
+  tls_thread.allocated += usable;
+  return block_clear_freed_key((void *)e->addr);
 }
 
 /* Whether the page at addr ends or starts a free extent with resident pages. Read

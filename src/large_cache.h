@@ -33,6 +33,11 @@
  * twice its size (its own size is e->npages pages), its mark cleared and, when zero is
  * set, its bytes, or NULL. */
 extent_t *large_cache_take(tcache_t *tc, size_t usable, size_t align, bool zero);
+/* malloc's common case for a size above SMALL_MAX up to LARGE_CACHE_MAX: the block
+ * large_cache_take would give (not zeroed, a page's alignment), counted as allocated,
+ * or NULL (the general path then notes the miss and asks its arena). Without the
+ * general path's layers: a program cycling such blocks asks at every step. */
+void *large_cache_pop(tcache_t *tc, size_t size);
 /* Whether large block e was taken from a thread's cache for a request of `usable` bytes
  * (a class below its own): a sized free of it with that size is right. */
 bool large_cache_served(const extent_t *e, size_t usable);

@@ -45,8 +45,7 @@ COLD_TEXT static void timeline_main(void) {
   }
 }
 
-/* Cold, like the rest of this file: every program calls timeline_start_if_wanted, only
- * those with timeline_ms set come here. */
+/* Cold, like the rest of this file: only programs with timeline_ms set come here. */
 COLD_TEXT static void timeline_start(void) {
   char path[PROF_PATH_MAX];
   prof_dump_filename(path, sizeof(path), opt_timeline_prefix, 0, 0, ".timeline.jsonl");
@@ -62,8 +61,8 @@ COLD_TEXT static void timeline_start(void) {
   }
 }
 
-void timeline_start_if_wanted(void) {
-  if (opt_timeline_ms == 0 || atomic_load(&timeline_running)) return;
+COLD_TEXT void timeline_start_wanted(void) {
+  if (atomic_load(&timeline_running)) return;
   timeline_start();
 }
 

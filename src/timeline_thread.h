@@ -10,7 +10,15 @@
 #ifndef TESSERA_TIMELINE_THREAD_H
 #define TESSERA_TIMELINE_THREAD_H
 
-/* From the library's constructor (threads may be started from then on). */
-void timeline_start_if_wanted(void);
+#include "options.h"
+
+/* timeline_start_if_wanted once timeline_ms is set (cold, like the rest of the file). */
+void timeline_start_wanted(void);
+/* From the library's constructor (threads may be started from then on). The test is
+ * inline: every program makes it, and the file's code is where a program that never
+ * writes a timeline should not fault in a page of text. */
+static inline void timeline_start_if_wanted(void) {
+  if (opt_timeline_ms != 0) timeline_start_wanted();
+}
 
 #endif

@@ -13,6 +13,8 @@
  *            never one that is not
  *   cycling  a block next to free memory goes to its arena, but once a request of its
  *            class found none cached, the next one freed waits in the cache
+ *   realloc  a block realloc moves takes no cached block (it belongs where its arena
+ *            places it, with room to grow)
  *   off      tcache_large_max:0 (the driver sets it): no block waits, sizes whole pages
  */
 #include "tt_ctl.h"
@@ -246,6 +248,22 @@ static void test_cycling(void) {
   TT_CHECK(pthread_join(t, NULL) == 0);
 }
 
+static void test_realloc(void) {
+  enum { N = 6 };
+  void *live[N];
+  void *p = malloc(40000), *above = malloc(40000); /* p cannot grow in place */
+  TT_CHECK(p != NULL && above != NULL);
+  void *cached = cached_block(live, N, 96 * KIB);
+  void *q = realloc(p, 90000); /* the 96 KiB class: moves */
+  TT_CHECK(q != NULL);
+  TT_CHECKF(q != cached, "realloc's new block %p is the cached one", q);
+  TT_CHECKF(malloc(90000) == cached, "the cached block should still wait for a malloc");
+  free(cached);
+  free(q);
+  free(above);
+  for (int i = 0; i < N; i++) free(live[i]);
+}
+
 static void test_off(void) {
   void *p = malloc(33000);
   TT_CHECK(p != NULL);
@@ -257,7 +275,7 @@ static void test_off(void) {
 
 int main(int argc, char **argv) {
   tt_require_tessera();
-  TT_CHECKF(argc == 2, "usage: large_cache reuse|fit|fit_realloc|bounded|exit|gc|aligned|cycling|off");
+  TT_CHECKF(argc == 2, "usage: large_cache reuse|fit|fit_realloc|bounded|exit|gc|aligned|cycling|realloc|off");
   if (strcmp(argv[1], "reuse") == 0) test_reuse();
   else if (strcmp(argv[1], "fit") == 0) test_fit();
   else if (strcmp(argv[1], "fit_realloc") == 0) test_fit_realloc();
@@ -266,6 +284,7 @@ int main(int argc, char **argv) {
   else if (strcmp(argv[1], "gc") == 0) test_gc();
   else if (strcmp(argv[1], "aligned") == 0) test_aligned();
   else if (strcmp(argv[1], "cycling") == 0) test_cycling();
+  else if (strcmp(argv[1], "realloc") == 0) test_realloc();
   else if (strcmp(argv[1], "off") == 0) test_off();
   else TT_CHECKF(0, "unknown case %s", argv[1]);
   printf("large_cache %s: ok\n", argv[1]);
