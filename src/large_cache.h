@@ -18,6 +18,10 @@
  * and the blocks it leaves behind next to the free memory they merge with (a program
  * growing vectors by doubling: 161 -> 153 MB peak RSS, 64k -> 51k page faults).
  *
+ * A block next to free memory goes back to its arena to merge with it, unless its
+ * class is in use and holds none (large_cache.c). A request aligned beyond a page takes
+ * a cached block that happens to be so aligned (blocks freed after such requests are).
+ *
  * A cached block is marked (extent_t.thread_cached), so that a second free of it, or a
  * use through realloc or malloc_usable_size, is still diagnosed (free.c).
  */
