@@ -134,10 +134,18 @@ static void clear_written(void *addr, size_t bytes) {
  * Blocks below CLEAR_RELEASE_MIN are always written: a system call and a fault cost
  * more than writing 15 pages.
  *
- * The counts are the program's, not a thread's or an arena's: one variable, the pages
- * measured and the pages touched among them in its two halves.
+ * The counts are the program's, not a thread's or an arena's, one pair per size of block
+ * (a power of two of pages: CLEAR_BUCKETS of them from CLEAR_RELEASE_MIN): the pages
+ * measured and the pages touched among them, in the two halves of one variable. A
+ * program's tables often hold about as many entries whatever their size, so the
+ * touched share falls as tables grow, and one share for all sizes, which the big
+ * tables' pages dominate, gave the small ones back too: `sparse` (tables of 1 KiB -
+ * 1 MiB, 8 entries set) touched 9% of the pages measured, under a sixth, but a third of
+ * those of its 64-128 KiB tables, whose page faults (two a page: a read maps the zero
+ * page, the write then copies it) cost several times writing them whole.
  */
 #define CLEAR_RELEASE_MIN ((size_t)64 << 10)
+#define LG_RELEASE_MIN_PAGES 4u /* CLEAR_RELEASE_MIN is 2^4 pages */
 #define CLEAR_RELEASE_SHARE 6u /* pages go back while touched * 6 < measured */
 #define CLEAR_WINDOW_PAGES ((uint64_t)4096)
 #define CLEAR_LEARNING_PAGES ((uint64_t)512) /* measured below this: every calloc probes */
@@ -146,23 +154,38 @@ static void clear_written(void *addr, size_t bytes) {
 #define CLEAR_PROBE_PAGES ((size_t)16)
 #define CLEAR_MEASURE_MAX_PAGES ((size_t)16384) /* of a longer block, its first 64 MiB */
 _Static_assert(CLEAR_RELEASE_MIN / PAGE >= CLEAR_PROBE_PAGES, "a probe fits in every block given back");
+_Static_assert(CLEAR_RELEASE_MIN >> LG_PAGE == (size_t)1 << LG_RELEASE_MIN_PAGES, "LG_RELEASE_MIN_PAGES");
 
 /* e->calloc_measure */
 enum { MEASURE_NONE, MEASURE_BLOCK, MEASURE_PROBE };
 
 /* Pages measured (high half) and touched among them (low half). At start none touched,
- * with the weight of one big block: pages go back from the first calloc (a program that
- * wrote zeros first would have made resident what the first tables' earlier owners
- * wrote, its peak), and the first blocks measured decide. */
+ * with the weight of one big block: pages go back from the first calloc of each size (a
+ * program that wrote zeros first would have made resident what the first tables'
+ * earlier owners wrote, its peak), and the first blocks measured decide. */
 #define COUNTS(measured, touched) ((uint64_t)(measured) << 32 | (uint64_t)(touched))
-static _Atomic uint64_t clear_counts = COUNTS(256, 0);
+#define CLEAR_BUCKETS 11u /* 16, 32, ... 16384 pages and more */
+static _Atomic uint64_t clear_counts[CLEAR_BUCKETS];
 static _Atomic uint32_t clear_calls;
 
-/* How a used block is zeroed: given back whole (and measured or not), written with a
- * probe given back, or written. */
-static unsigned clear_choice(bool *release) {
+/* The counts of blocks of npages (CLEAR_RELEASE_MIN or more). */
+static _Atomic uint64_t *counts_of(size_t npages) {
+  unsigned lg = 63u - (unsigned)__builtin_clzll((unsigned long long)npages);
+  unsigned b = lg - LG_RELEASE_MIN_PAGES;
+  return &clear_counts[b < CLEAR_BUCKETS ? b : CLEAR_BUCKETS - 1u];
+}
+
+/* A bucket nothing measured yet starts with the weight of one big block, none touched. */
+static uint64_t counts_load(_Atomic uint64_t *c) {
+  uint64_t v = atomic_load_explicit(c, memory_order_relaxed);
+  return v != 0 ? v : COUNTS(256, 0);
+}
+
+/* How a used block of npages is zeroed: given back whole (and measured or not), written
+ * with a probe given back, or written. */
+static unsigned clear_choice(size_t npages, bool *release) {
   uint32_t n = atomic_fetch_add_explicit(&clear_calls, 1, memory_order_relaxed);
-  uint64_t counts = atomic_load_explicit(&clear_counts, memory_order_relaxed);
+  uint64_t counts = counts_load(counts_of(npages));
   uint64_t measured = counts >> 32, touched = counts & UINT32_MAX;
   *release = touched * CLEAR_RELEASE_SHARE < measured;
   if (*release) return n % CLEAR_MEASURE_EVERY == 0 ? MEASURE_BLOCK : MEASURE_NONE;
@@ -184,7 +207,7 @@ void calloc_clear(extent_t *e, void *addr, size_t bytes) {
     return;
   }
   bool release;
-  unsigned measure = clear_choice(&release);
+  unsigned measure = clear_choice(e->npages, &release);
   if (release && os_release_pages(addr, bytes)) {
     e->calloc_measure = (uint8_t)measure;
     return;
@@ -217,8 +240,8 @@ static size_t resident_pages(char *p, size_t n) {
   return count;
 }
 
-static void add_counts(uint64_t measured, uint64_t touched) {
-  uint64_t old = atomic_load_explicit(&clear_counts, memory_order_relaxed), next;
+static void add_counts(_Atomic uint64_t *counts, uint64_t measured, uint64_t touched) {
+  uint64_t old = counts_load(counts), next;
   do {
     uint64_t m = (old >> 32) + measured, t = (old & UINT32_MAX) + touched;
     while (m > CLEAR_WINDOW_PAGES) { /* the older half of the window goes */
@@ -226,20 +249,20 @@ static void add_counts(uint64_t measured, uint64_t touched) {
       t /= 2;
     }
     next = COUNTS(m, t);
-  } while (!atomic_compare_exchange_weak_explicit(&clear_counts, &old, next, memory_order_relaxed,
-                                                  memory_order_relaxed));
+  } while (!atomic_compare_exchange_weak_explicit(counts, &old, next, memory_order_relaxed, memory_order_relaxed));
 }
 
 void calloc_clear_freed(extent_t *e) {
   bool probe = e->calloc_measure == MEASURE_PROBE;
   e->calloc_measure = MEASURE_NONE;
   size_t npages = e->npages < CLEAR_MEASURE_MAX_PAGES ? e->npages : CLEAR_MEASURE_MAX_PAGES;
+  _Atomic uint64_t *counts = counts_of(e->npages);
   if (!probe) {
-    add_counts(npages, resident_pages((char *)e->addr, npages));
+    add_counts(counts, npages, resident_pages((char *)e->addr, npages));
     return;
   }
   /* A probe stands for its block: counted with the block's weight, so that a program
    * whose tables turned sparse is seen within a few probes. */
   size_t touched = resident_pages((char *)e->addr + probe_first_page(e) * PAGE, CLEAR_PROBE_PAGES);
-  add_counts(npages, touched * npages / CLEAR_PROBE_PAGES);
+  add_counts(counts, npages, touched * npages / CLEAR_PROBE_PAGES);
 }

@@ -494,6 +494,49 @@ static void scenario_calloc_phases(void) {
   free_tables();
 }
 
+/* Small tables filled and big ones used sparsely, at once: each size is judged on its
+ * own. The small tables' pages are written with zeros (a filled table would fault each
+ * of them in again) and the big tables' pages go back (written, 8 of them would keep
+ * 8 MiB resident for 32 pages in use). */
+static void scenario_calloc_sizes(void) {
+  enum { STEPS = 3000, SLOTS = 8, SMALL = 64 << 10 };
+  static void *small[SLOTS], *big[SLOTS];
+  long small_faults = 0;
+  purge_all();
+  size_t rss_before = rss_bytes();
+  for (int i = 0; i < STEPS; i++) {
+    long before = minor_faults();
+    unsigned char *s = calloc(1, SMALL);
+    TT_CHECKF(s != NULL, "calloc");
+    for (size_t page = 0; page < SMALL / 4096; page++) {
+      TT_CHECKF(s[page * 4096 + 8] == 0, "step %d: a calloc'd small table holds old data", i);
+      s[page * 4096 + 8] = 1;
+    }
+    small_faults += minor_faults() - before;
+    unsigned char *b = calloc(1, TABLE);
+    TT_CHECKF(b != NULL, "calloc");
+    for (int k = 0; k < 4; k++) {
+      table_rng = table_rng * 1103515245u + 12345u;
+      unsigned char *entry = &b[(table_rng >> 8) % TABLE_PAGES * 4096 + 64];
+      TT_CHECKF(*entry == 0 || *entry == 1, "step %d: a calloc'd table holds old data", i);
+      *entry = 1;
+    }
+    free(small[i % SLOTS]);
+    small[i % SLOTS] = s;
+    free(big[i % SLOTS]);
+    big[i % SLOTS] = b;
+  }
+  size_t grew = rss_bytes() - rss_before;
+  printf("calloc_sizes: %ld page faults in %d filled 64 KiB tables; RSS grew %zu KiB with 8 sparse 1 MiB tables\n",
+         small_faults, STEPS, grew / 1024);
+  TT_CHECKF(small_faults < STEPS * 2L, "%ld page faults: the filled small tables' pages went back", small_faults);
+  TT_CHECKF(grew < 6 * MIB, "the sparse big tables kept %zu KiB resident", grew / 1024);
+  for (int i = 0; i < SLOTS; i++) {
+    free(small[i]);
+    free(big[i]);
+  }
+}
+
 /* Runs of fewer pages than any slab, between live blocks, serve no request: decay gives
  * them back whatever its curve allows once they add up to 1 MiB (src/extent.c), and not
  * before (a program making such runs all the time merges them again soon). 64 blocks of
@@ -547,7 +590,7 @@ static void scenario_unusable_runs(void) {
 }
 
 int main(int argc, char **argv) {
-  TT_CHECKF(argc == 2, "usage: decay_test trim|immediate|never|curve|background|fork|purge_fork|stash_large|absorb|gather|gather_never|gather_untouched|aligned_reuse|realloc_untouched|calloc_read_through|calloc_sparse|calloc_dense|calloc_phases|unusable_runs");
+  TT_CHECKF(argc == 2, "usage: decay_test trim|immediate|never|curve|background|fork|purge_fork|stash_large|absorb|gather|gather_never|gather_untouched|aligned_reuse|realloc_untouched|calloc_read_through|calloc_sparse|calloc_dense|calloc_phases|calloc_sizes|unusable_runs");
   TT_CHECKF(strcmp(tessera_version(), "") != 0, "not running on tessera");
   const char *mode = argv[1];
   size_t base = rss_bytes();
@@ -621,6 +664,8 @@ int main(int argc, char **argv) {
     scenario_calloc_dense();
   } else if (strcmp(mode, "calloc_phases") == 0) {
     scenario_calloc_phases();
+  } else if (strcmp(mode, "calloc_sizes") == 0) {
+    scenario_calloc_sizes();
   } else {
     TT_CHECKF(0, "unknown mode %s", mode);
   }
