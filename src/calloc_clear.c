@@ -116,12 +116,13 @@ static void clear_written(void *addr, size_t bytes) {
  *   - a quarter of the pages: 0.51 s against 1.36 s;
  *   - `sparse` (tables of 1 KiB - 1 MiB, 8 entries set): 1.08 s and 33.7 MiB peak RSS
  *     against 1.04 s and 6.6 MiB (jemalloc 1.14 s, 6.6 MiB).
- * A fault costs about as much as writing 6-10 pages, and a page a program reads before
- * writing it (a hash table's slot checked, then set) takes two: the read maps the zero
- * page, the write copies it. So giving back pays in time too when the program touches
- * less than about a tenth of the pages, and always in memory (`sparse`, one share for
- * each size: a sixth as the bound, 1.37 s and 7.2 MiB; a tenth, 1.19 s and 9.6 MiB; a
- * sixteenth, 1.23 s and 12.1 MiB; tcmalloc 1.07 s and 54.6 MiB, medians of 5).
+ * A fault costs about as much as writing 6-10 pages, so giving back pays in time too
+ * when the program touches less than about a sixth of the pages, and always in memory.
+ * (A page read before it is written, a hash table's slot checked and then set, takes
+ * two faults: the read maps the zero page, the write copies it. With a tenth as the
+ * bound `sparse` ran 1.19 s with 9.6 MiB at its peak, against 1.37 s and 7.2 MiB with a
+ * sixth (tcmalloc 1.07 s and 54.6 MiB, jemalloc ~6.3 MiB, medians of 5): 13% of its time
+ * for a third more memory, above the leanest peer's by half; the sixth stays.)
  *
  * So the program's callocs choose. The freed blocks whose pages were given back tell
  * how many of them the program touched (mincore at free: a page only read maps the zero
@@ -144,13 +145,13 @@ static void clear_written(void *addr, size_t bytes) {
  * program's tables often hold about as many entries whatever their size, so the
  * touched share falls as tables grow, and one share for all sizes, which the big
  * tables' pages dominate, gave the small ones back too: `sparse` (tables of 1 KiB -
- * 1 MiB, 8 entries set) touched 9% of the pages measured, under a tenth, but a third of
+ * 1 MiB, 8 entries set) touched 9% of the pages measured, under a sixth, but a third of
  * those of its 64-128 KiB tables, whose page faults (two a page: a read maps the zero
  * page, the write then copies it) cost several times writing them whole.
  */
 #define CLEAR_RELEASE_MIN ((size_t)64 << 10)
 #define LG_RELEASE_MIN_PAGES 4u /* CLEAR_RELEASE_MIN is 2^4 pages */
-#define CLEAR_RELEASE_SHARE 10u /* pages go back while touched * 10 < measured */
+#define CLEAR_RELEASE_SHARE 6u /* pages go back while touched * 6 < measured */
 #define CLEAR_WINDOW_PAGES ((uint64_t)4096)
 #define CLEAR_LEARNING_PAGES ((uint64_t)512) /* measured below this: every calloc probes */
 #define CLEAR_MEASURE_EVERY 8u
