@@ -248,6 +248,19 @@ static inline bool free_push_if_room(cache_bin_t *b, void *p) {
  * (thread_stats.c). A consumer thread frees far more. */
 #define FREES_BEFORE_CACHE 16
 
+/* Large block p (extent e, checked by free_lookup_block) into the calling thread's cache
+ * of large blocks, if it has one and takes the block (large_cache_put refuses what it
+ * must not keep: hardened mode's, junk's and zero's blocks, sampled ones). Ahead of the
+ * rest of free_checked and of free_block_now's layers: a program cycling such blocks
+ * frees one at every step. */
+static inline bool free_large_to_cache(void *p, extent_t *e) {
+  tcache_t *tc = tls_thread.tcache;
+  if (tc == &tcache_empty || e->calloc_measure || !large_cache_put(tc, e)) return false;
+  tessera_assert(e->addr == (uintptr_t)p);
+  tls_thread.deallocated += e->npages * PAGE;
+  return true;
+}
+
 /* Frees block p of class c, found and checked by free_lookup_block: into the calling
  * thread's cache where its bin caches, else straight to its arena. */
 static void free_checked(void *p, extent_t *e, unsigned c) {
@@ -306,25 +319,18 @@ COLD_TEXT static void quarantine_many(tcache_t *tc, void *p, unsigned c) {
   for (unsigned i = 0; i < n; i++) free_held(tc, out[i]);
 }
 
-/* Large block p (extent e, checked by free_lookup_block) into the calling thread's cache
- * of large blocks, if it has one and takes the block (large_cache_put refuses what it
- * must not keep: hardened mode's, junk's and zero's blocks, sampled ones). Before the
- * rest of free_checked and free_block_now: a program cycling such blocks frees one at
- * every step. */
-static inline bool free_large_to_cache(void *p, extent_t *e) {
-  tcache_t *tc = tls_thread.tcache;
-  if (tc == &tcache_empty || e->calloc_measure || !large_cache_put(tc, e)) return false;
-  tessera_assert(e->addr == (uintptr_t)p);
-  tls_thread.deallocated += e->npages * PAGE;
-  return true;
+/* What every free of a block found by free_lookup_block does (free, the sized frees): a
+ * large block straight into the thread's cache when it takes it, else free_checked. */
+static inline void free_found(void *p, extent_t *e, unsigned c) {
+  if (c == CODE_LARGE && free_large_to_cache(p, e)) return;
+  free_checked(p, e, c);
 }
 
 NOINLINE static void free_general(void *p) {
   if (p == NULL) return;
   unsigned c;
   extent_t *e = free_lookup_block(p, "free()", &c, true);
-  if (c == CODE_LARGE && free_large_to_cache(p, e)) return;
-  free_checked(p, e, c);
+  free_found(p, e, c);
 }
 
 /* hardened:true, free's common case once block p (class c, free-map entry fe) is
@@ -490,7 +496,7 @@ void tessera_free_checked_size(void *p, size_t usable, size_t usable_alt, bool u
                !exact_class_sized_free_fits(c, actual, usable, usable_alt) &&
                !lent_block_fits(e, c, actual, usable, usable_alt) && !large_block_fits(e, c, usable, usable_alt)))
     fatal_pointer(func, "size of another size class", p);
-  if (use_tcache) free_checked(p, e, c);
+  if (use_tcache) free_found(p, e, c);
   else free_to_arena(e, c, p);
 }
 
