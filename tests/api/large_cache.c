@@ -243,6 +243,16 @@ static void *cycle_in_thread(void *arg) {
 }
 
 static void test_cycling(void) {
+  /* The free memory next to the blocks must stay resident while the test runs: with a
+   * decay of a few milliseconds it is released (not free resident memory any more) at
+   * any point, and the rule under test does not apply. */
+  ssize_t decay_ms = 0;
+  size_t len = sizeof decay_ms;
+  TT_CHECK(tt_ctl("opt.dirty_decay_ms", &decay_ms, &len, NULL, 0) == 0);
+  if (decay_ms >= 0 && decay_ms < 1000) {
+    printf("cycling: skipped (dirty_decay_ms:%zd releases the free memory it needs)\n", decay_ms);
+    return;
+  }
   pthread_t t; /* a new thread: a cache with nothing in it yet */
   TT_CHECK(pthread_create(&t, NULL, cycle_in_thread, NULL) == 0);
   TT_CHECK(pthread_join(t, NULL) == 0);

@@ -23,6 +23,9 @@
  *               released extent)
  *   gather      freed blocks between live ones, none big enough: a bigger request (calloc)
  *               gets their resident pages moved under it: no new RSS, zeroed contents
+ *   gather_absorbed  a freed 4 MiB block below released pages, a freed 2 MiB piece
+ *               elsewhere, then a 6 MiB request: it takes the block's pages where they
+ *               are and only the piece moves (onto the released pages above them)
  *   gather_untouched  blocks of 0.3-1.3 MB cycled, one page of each written: the free
  *               pieces they leave are mostly not in memory, and moving them would save
  *               no page fault, so few pages are gathered (the first move, to time it,
@@ -386,6 +389,41 @@ static void scenario_gather(bool gather) {
   free(q);
 }
 
+static void scenario_gather_absorbed(void) {
+  const size_t big = 4 * MIB, piece = 2 * MIB, kept_size = MIB;
+  purge_all();
+  unsigned char *low = malloc(big), *high = malloc(big), *kept1 = malloc(kept_size), *freed = malloc(piece),
+                *kept2 = malloc(kept_size);
+  TT_CHECKF(low != NULL && high != NULL && kept1 != NULL && freed != NULL && kept2 != NULL, "malloc");
+  TT_CHECKF(high == low + big, "adjacent blocks expected (%p, %p)", (void *)low, (void *)high);
+  memset(low, 0x11, big);
+  memset(high, 0x22, big);
+  memset(kept1, 0x33, kept_size);
+  memset(freed, 0x44, piece);
+  memset(kept2, 0x55, kept_size);
+  free(high);
+  purge_all(); /* high's pages are released */
+  free(low);   /* the oldest free resident pages, then the piece's */
+  free(freed);
+  uint64_t gathered_before = stats_gathered();
+  size_t before = rss_bytes();
+  unsigned char *q = malloc(big + piece);
+  TT_CHECKF(q != NULL, "malloc");
+  memset(q, 0x66, big + piece);
+  size_t grew = rss_bytes() - before;
+  uint64_t gathered = stats_gathered() - gathered_before;
+  printf("gather_absorbed: 6 MiB block at %+td KiB from the freed 4 MiB one, %llu pages moved, RSS grew %zu KiB\n",
+         (q - low) / 1024, (unsigned long long)gathered, grew / 1024);
+  TT_CHECKF(q == low, "the block takes the freed block's pages where they are (%p, not %p)", (void *)q, (void *)low);
+  TT_CHECKF(gathered == piece / 4096, "only the piece's %zu pages move: %llu", piece / 4096, (unsigned long long)gathered);
+  TT_CHECKF(grew <= piece / 4, "RSS grew %zu KiB", grew / 1024);
+  TT_CHECKF(kept1[0] == 0x33 && kept1[kept_size - 1] == 0x33 && kept2[0] == 0x55 && kept2[kept_size - 1] == 0x55,
+            "live blocks intact");
+  free(q);
+  free(kept1);
+  free(kept2);
+}
+
 /* A calloc'd table read through (each page then maps the kernel's zero page, which
  * counts as resident) and freed: its pages stay dirty (dirty_decay_ms:-1). A calloc
  * that reuses them, directly or by moving them under fresh pages, must not clear them by
@@ -590,7 +628,7 @@ static void scenario_unusable_runs(void) {
 }
 
 int main(int argc, char **argv) {
-  TT_CHECKF(argc == 2, "usage: decay_test trim|immediate|never|curve|background|fork|purge_fork|stash_large|absorb|gather|gather_never|gather_untouched|aligned_reuse|realloc_untouched|calloc_read_through|calloc_sparse|calloc_dense|calloc_phases|calloc_sizes|unusable_runs");
+  TT_CHECKF(argc == 2, "usage: decay_test trim|immediate|never|curve|background|fork|purge_fork|stash_large|absorb|gather|gather_never|gather_absorbed|gather_untouched|aligned_reuse|realloc_untouched|calloc_read_through|calloc_sparse|calloc_dense|calloc_phases|calloc_sizes|unusable_runs");
   TT_CHECKF(strcmp(tessera_version(), "") != 0, "not running on tessera");
   const char *mode = argv[1];
   size_t base = rss_bytes();
@@ -652,6 +690,8 @@ int main(int argc, char **argv) {
     scenario_realloc_untouched();
   } else if (strcmp(mode, "aligned_reuse") == 0) {
     scenario_aligned_reuse();
+  } else if (strcmp(mode, "gather_absorbed") == 0) {
+    scenario_gather_absorbed();
   } else if (strcmp(mode, "gather_untouched") == 0) {
     scenario_gather_untouched();
   } else if (strcmp(mode, "calloc_read_through") == 0) {
