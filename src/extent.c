@@ -987,22 +987,6 @@ COLD_TEXT static size_t gather_absorbed(arena_t *a, const extent_t *block, uintp
 }
 
 /* Whether a block taking released or fresh pages would gather npages resident ones. */
-static bool gather_possible(arena_t *a, size_t npages);
-static bool gather_possible_once(arena_t *a, size_t npages, int *memo);
-
-/* Block `block`, just taken from released or fresh pages: resident pieces gathered under
- * it from page gather_at on, where gathering is possible; returns the pages moved. */
-COLD_TEXT static size_t gather_fresh(arena_t *a, const extent_t *block, size_t gather_at, int *may_gather) {
-  size_t moved = 0;
-  if (gather_possible_once(a, block->npages - gather_at, may_gather)) {
-    moved = gather_dirty(a, block->addr + gather_at * PAGE, block->npages - gather_at);
-    gather_note_outcome(moved);
-  }
-  note_reuse(a, EXTENT_RETAINED, block->npages - moved); /* the pages that will fault */
-  return moved;
-}
-
-/* Whether a block taking released or fresh pages would gather npages resident ones. */
 static bool gather_possible(arena_t *a, size_t npages) {
   if (npages < GATHER_MIN_PAGES || a->dirty.npages < GATHER_PIECE_MIN_PAGES || !gather_on(false)) return false;
   if (!atomic_load_explicit(&gather_paused, memory_order_relaxed)) return gather_on(true) && gather_backoff_allows();
@@ -1014,6 +998,18 @@ static bool gather_possible(arena_t *a, size_t npages) {
 static bool gather_possible_once(arena_t *a, size_t npages, int *memo) {
   if (*memo < 0) *memo = gather_possible(a, npages);
   return *memo;
+}
+
+/* Block `block`, just taken from released or fresh pages: resident pieces gathered under
+ * it from page gather_at on, where gathering is possible; returns the pages moved. */
+COLD_TEXT static size_t gather_fresh(arena_t *a, const extent_t *block, size_t gather_at, int *may_gather) {
+  size_t moved = 0;
+  if (gather_possible_once(a, block->npages - gather_at, may_gather)) {
+    moved = gather_dirty(a, block->addr + gather_at * PAGE, block->npages - gather_at);
+    gather_note_outcome(moved);
+  }
+  note_reuse(a, EXTENT_RETAINED, block->npages - moved); /* the pages that will fault */
+  return moved;
 }
 
 /* A large request that no free extent holds, not to be cleared: a dirty extent that its
@@ -1127,12 +1123,10 @@ static extent_t *alloc_pages(arena_t *a, size_t npages, size_t align_pages, exte
    * only when a decay pass happens to run while the block lives. */
   if (state == EXTENT_LARGE && npages >= GATHER_MIN_PAGES && a->active_pages > a->active_peak_pages)
     a->active_peak_pages = a->active_pages;
+  *gathered = 0;
   if (absorbed_hi != 0) *gathered = gather_absorbed(a, r, absorbed_lo, absorbed_hi);
   else if (gather_at < npages && fstate == EXTENT_RETAINED) *gathered = gather_fresh(a, r, gather_at, &may_gather);
-  else {
-    *gathered = 0;
-    note_reuse(a, fstate, npages);
-  }
+  else note_reuse(a, fstate, npages);
   *zeroed = fstate == EXTENT_RETAINED;
   return r;
 }
