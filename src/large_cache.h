@@ -37,7 +37,7 @@
  * twice its size (its own size is e->npages pages), its mark cleared and, when zero is
  * set, its bytes, or NULL. */
 extent_t *large_cache_take(tcache_t *tc, size_t usable, size_t align, bool zero);
-/* malloc's common case for a size above SMALL_MAX up to LARGE_CACHE_MAX: the block
+/* malloc's common case for a size above LOOKUP_MAX up to LARGE_CACHE_MAX: the block
  * large_cache_take would give (not zeroed, a page's alignment), counted as allocated,
  * or NULL (the general path then notes the miss and asks its arena). Without the
  * general path's layers: a program cycling such blocks asks at every step. */
