@@ -64,5 +64,5 @@ bool exact_class_create(size_t size, unsigned parent) {
   return made;
 }
 
-void exact_class_fork_prepare(void) { lock_fork_prepare(&exact_lock); }
-void exact_class_fork_release(void) { lock_fork_release(&exact_lock); }
+COLD_TEXT void exact_class_fork_prepare(void) { lock_fork_prepare(&exact_lock); }
+COLD_TEXT void exact_class_fork_release(void) { lock_fork_release(&exact_lock); }

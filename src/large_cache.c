@@ -30,6 +30,18 @@ static const uint8_t class_by_pages[CLASS_PAGES_MAX + 1] = {
 };
 _Static_assert(LARGE_CACHE_CLASSES == 12 && LARGE_CACHE_MAX == (size_t)256 << 10, "class_by_pages lists the classes");
 
+/* The class a request of that many pages takes (the smallest class that holds it), + 1;
+ * 0 up to 8 pages (small classes). One load instead of large_class_round's arithmetic
+ * and class_by_pages: malloc asks it on every request of these sizes. */
+static const uint8_t class_for_pages[CLASS_PAGES_MAX + 1] = {
+    0,  0,  0,  0,  0,  0,  0,  0,  0,                   /* 0-8 pages: small */
+    1,  1,  2,  2,  3,  3,  4,  4,                       /* 9-16: 40, 48, 56, 64 KiB */
+    5,  5,  5,  5,  6,  6,  6,  6,  7,  7,  7,  7,  8,  8,  8,  8, /* 17-32: 80-128 KiB */
+    9,  9,  9,  9,  9,  9,  9,  9,  10, 10, 10, 10, 10, 10, 10, 10, /* 33-48: 160, 192 KiB */
+    11, 11, 11, 11, 11, 11, 11, 11, 12, 12, 12, 12, 12, 12, 12, 12, /* 49-64: 224, 256 KiB */
+};
+_Static_assert(sizeof class_for_pages == 65, "class_for_pages has one entry per page count up to 256 KiB");
+
 /* Blocks a class of `kib` KiB may hold: half the cache's bytes in blocks of its size,
  * 1 to LARGE_CACHE_SLOTS (8 of 40-64 KiB, 2 of 192-256 KiB). */
 #define CLASS_FILL(kib) (LARGE_CACHE_BYTES / 2 / ((size_t)(kib) << 10))
@@ -150,11 +162,13 @@ extent_t *large_cache_take(tcache_t *tc, size_t usable, size_t align, bool zero)
 
 void *large_cache_pop(tcache_t *tc, size_t size) {
   if (tc == &tcache_empty || tls_thread.realloc_copying) return NULL;
-  unsigned want = class_by_pages[large_class_round(size) >> LG_PAGE] - 1u, j = want;
+  unsigned want = class_for_pages[(size + PAGE_MASK) >> LG_PAGE] - 1u, j = want;
+  tessera_assert(class_to_size(NSMALL + want) == large_class_round(size));
   large_cache_t *lc = &tc->large;
   gc_tick(lc);
-  extent_t *e = take_newest(lc, &j, last_fit(want));
-  if (e == NULL) return NULL; /* the general path notes the miss */
+  extent_t *e;
+  if (likely(lc->count[j] != 0)) e = lc->slots[j][--lc->count[j]]; /* its own class: the common case */
+  else if ((e = take_newest(lc, &j, last_fit(want))) == NULL) return NULL; /* the general path notes the miss */
   hand_out(lc, e, j, want);
   tls_thread.allocated += e->npages * PAGE;
   return block_clear_freed_key((void *)e->addr);
@@ -190,8 +204,8 @@ bool large_cache_put(tcache_t *tc, extent_t *e) {
    * again would send each block through the arena and back, for good (4 threads each
    * replacing one block of random size up to 256 KiB: 136,776 round trips, 21 now). One
    * block of the class then stays, not more. */
-  if (!(lc->missed[j] && lc->count[j] == 0) && next_to_free_pages(e)) return false;
   if (lc->count[j] >= class_capacity[j] || lc->bytes + usable > LARGE_CACHE_BYTES) return false;
+  if (!(lc->missed[j] && lc->count[j] == 0) && next_to_free_pages(e)) return false;
   __atomic_store_n(&e->thread_cached, 1, __ATOMIC_RELAXED);
   lc->slots[j][lc->count[j]++] = e;
   add_bytes(lc, usable, true);
