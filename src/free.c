@@ -391,23 +391,22 @@ COLD_TEXT void free_hardened_path(void *p) {
 
 static void free_hardened_entry_patch(void);
 
-/* free's common case beyond the fast path: a live large block that the calling thread's
- * cache of large blocks takes (a program cycling blocks of 40-256 KiB frees one at every
- * step). The checks free_lookup_block makes of a large block, for the case that passes
- * them all, and the block into the cache, with the page map read once; false for
- * anything else (free_general then looks again, and names any misuse): 167 -> 142
- * instructions a free (callgrind, `buffers threads=1 live=1 min=32769 max=262144 touch=0
- * uniform=1`). */
-NOINLINE static bool free_large_cached(void *p) {
-  tcache_t *tc = tls_thread.tcache;
+/* free's common case beyond the fast path, in the default mode: a live large block (a
+ * program cycling blocks of 40-256 KiB frees one at every step, which the thread's cache
+ * of large blocks takes). The checks free_lookup_block makes of a large block, for the
+ * case that passes them all, with the page map read once, then what free_general does
+ * with it; false for anything else (free_general then looks again, and names any
+ * misuse): 167 -> 142 instructions a free (callgrind, `buffers threads=1 live=1
+ * min=32769 max=262144 touch=0 uniform=1`). */
+NOINLINE static bool free_large_block(void *p) {
   uintptr_t a = (uintptr_t)p;
-  if (tc == &tcache_empty || (a & PAGE_MASK) != 0) return false;
+  if ((a & PAGE_MASK) != 0) return false;
   pm_entry_t pe = pagemap_get(a);
   extent_t *e = pm_extent(pe);
   if (pm_code(pe) != CODE_LARGE || e->addr != a || __atomic_load_n(&e->state, __ATOMIC_RELAXED) != EXTENT_LARGE ||
-      __atomic_load_n(&e->thread_cached, __ATOMIC_RELAXED) || e->calloc_measure || !large_cache_put(tc, e))
+      __atomic_load_n(&e->thread_cached, __ATOMIC_RELAXED))
     return false;
-  tls_thread.deallocated += e->npages * PAGE;
+  free_found(p, e, CODE_LARGE);
   return true;
 }
 
@@ -418,7 +417,7 @@ NOINLINE static void free_slow(void *p) {
   if (unlikely(opt_hardened)) {
     free_hardened_entry_patch();
     free_hardened_path(p);
-  } else if (!free_large_cached(p)) {
+  } else if (!free_large_block(p)) {
     free_general(p);
   }
 }
