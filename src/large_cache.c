@@ -199,12 +199,13 @@ bool large_cache_put(tcache_t *tc, extent_t *e) {
   if (j == LARGE_CACHE_CLASSES || tls_thread.realloc_copying) return false;
   large_cache_t *lc = &tc->large;
   gc_tick(lc);
-  /* Unless the class is in use with nothing cached: a block carved from free memory sits
-   * next to the rest of it, and a program freeing and asking for its class again and
-   * again would send each block through the arena and back, for good (4 threads each
-   * replacing one block of random size up to 256 KiB: 136,776 round trips, 21 now). One
-   * block of the class then stays, not more. */
   if (lc->count[j] >= class_capacity[j] || lc->bytes + usable > LARGE_CACHE_BYTES) return false;
+  /* A block next to free resident pages goes back to merge with them, unless the class
+   * is in use with nothing cached: a block carved from free memory sits next to the rest
+   * of it, and a program freeing and asking for its class again and again would send
+   * each block through the arena and back, for good (4 threads each replacing one block
+   * of random size up to 256 KiB: 136,776 round trips, 21 now). One block of the class
+   * then stays, not more. The two page-map reads come after the cheaper tests. */
   if (!(lc->missed[j] && lc->count[j] == 0) && next_to_free_pages(e)) return false;
   __atomic_store_n(&e->thread_cached, 1, __ATOMIC_RELAXED);
   lc->slots[j][lc->count[j]++] = e;
