@@ -53,6 +53,15 @@ static void *middle_of_large(void) {
   memset(p, 1, (size_t)1 << 20);
   return launder(p + 4096);
 }
+/* The last page of a live block of 100 kB (a class the thread's cache of large blocks
+ * takes): page aligned, and the page map names the block's extent there too (its first
+ * and last pages are mapped), so only the block's start tells it apart. */
+static void *last_page_of_large(void) {
+  char *p = malloc(100000);
+  TT_CHECK(p != NULL);
+  memset(p, 1, 100000);
+  return launder(p + ((malloc_usable_size(p) - 1) & ~(size_t)4095));
+}
 static void *mmap_region(void) {
   void *p = mmap(NULL, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   TT_CHECK(p != MAP_FAILED);
@@ -335,6 +344,7 @@ static const misuse_case cases[] = {
     {"free_stack", FREE_INVALID, stack_pointer, misuse_free, NULL},
     {"free_middle_small", FREE_INVALID, middle_of_small, misuse_free, NULL},
     {"free_middle_large", FREE_INVALID, middle_of_large, misuse_free, NULL},
+    {"free_last_page_large", FREE_INVALID, last_page_of_large, misuse_free, NULL},
     {"free_mmap", FREE_INVALID, mmap_region, misuse_free, NULL},
     {"free_static", FREE_INVALID, static_data, misuse_free, NULL},
     {"double_free_small", DOUBLE_FREE, freed_small, misuse_free, NULL},
