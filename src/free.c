@@ -85,6 +85,12 @@ COLD_TEXT static size_t hardened_size(const void *p, const extent_t *e, unsigned
   return hardened_checked_size(p, free_hardened_region(e, c), func);
 }
 
+/* Whether extent ext (from the page map's entry of address a, code CODE_LARGE) is a large
+ * block that starts at a: else a is not one (a later page of it, or a stale entry). */
+static inline bool large_block_at(const extent_t *ext, uintptr_t a) {
+  return __atomic_load_n(&ext->state, __ATOMIC_RELAXED) == EXTENT_LARGE && ext->addr == a;
+}
+
 extent_t *free_lookup_block(const void *p, const char *func, unsigned *class_out, bool freeing) {
   uintptr_t a = (uintptr_t)p;
   const char *freed = freeing ? "double free" : "use after free";
@@ -108,7 +114,7 @@ extent_t *free_lookup_block(const void *p, const char *func, unsigned *class_out
     *class_out = c;
     return ext;
   }
-  if (ext->state != EXTENT_LARGE || ext->addr != a) fatal_pointer(func, "invalid pointer", p);
+  if (!large_block_at(ext, a)) fatal_pointer(func, "invalid pointer", p);
   if (__atomic_load_n(&ext->thread_cached, __ATOMIC_RELAXED)) fatal_pointer(func, freed, p); /* in a thread's cache */
   if (unlikely(opt_hardened)) {
     if (block_has_freed_key(p)) fatal_pointer(func, freed, p); /* in the quarantine */
@@ -403,8 +409,7 @@ NOINLINE static bool free_large_block(void *p) {
   if ((a & PAGE_MASK) != 0) return false;
   pm_entry_t pe = pagemap_get(a);
   extent_t *e = pm_extent(pe);
-  if (pm_code(pe) != CODE_LARGE || e->addr != a || __atomic_load_n(&e->state, __ATOMIC_RELAXED) != EXTENT_LARGE ||
-      __atomic_load_n(&e->thread_cached, __ATOMIC_RELAXED))
+  if (pm_code(pe) != CODE_LARGE || !large_block_at(e, a) || __atomic_load_n(&e->thread_cached, __ATOMIC_RELAXED))
     return false;
   free_found(p, e, CODE_LARGE);
   return true;
