@@ -13,6 +13,9 @@
 #include "purge.h"
 #include "size_class.h"
 #include "stash.h"
+#include "thread.h"
+
+#include <string.h>
 
 /* Debug build: a slab's free count matches its bitmap, and its hint is right. */
 static void check_slab(const extent_t *slab) {
@@ -101,15 +104,83 @@ static void take_from_slab(extent_t *slab, size_t size, void **out, unsigned tak
   check_slab(slab);
 }
 
+/*
+ * Line-private fills. Two threads whose blocks share a cache line slow each other down
+ * on every write ("false sharing", Berger et al., "Hoard", ASPLOS 2000). A fill for the
+ * thread that filled this bin last continues where it left off; a fill for another
+ * thread takes only regions whose cache lines hold no block in use, so its blocks share
+ * no line with a block handed out before (another thread's, still cached or in use).
+ * The regions it passes over stay free for the bin's next fills. The typical case is a
+ * thread's first blocks: the ones its creator handed it are freed back to their slab
+ * (free.c) next to the creator's own, and a fill that took them back would give two
+ * threads neighbouring blocks.
+ */
+#define LINE 64
+static bool class_shares_lines(size_t size) { return size % LINE != 0; }
+
+/* Whether region idx of slab (class size, magic) shares its cache lines with no region
+ * that was in use when the fill began (free_then: the bitmap at that moment). */
+COLD_TEXT static bool region_line_private(const extent_t *slab, const uint64_t *free_then, size_t size, uint64_t magic,
+                                unsigned idx) {
+  uint32_t start = (uint32_t)(idx * size);
+  unsigned lo = magic_quotient(magic, start & ~(uint32_t)(LINE - 1));
+  unsigned hi = magic_quotient(magic, (uint32_t)(start + size - 1) | (LINE - 1));
+  if (hi >= slab->nregs) hi = slab->nregs - 1;
+  for (unsigned r = lo; r <= hi; r++)
+    if (!bitmap_get(free_then, r)) return false;
+  return true;
+}
+
+/* Takes up to `take` free regions of slab whose lines no block in use shares, lowest
+ * address first; returns how many. */
+COLD_TEXT static unsigned take_line_private(extent_t *slab, size_t size, uint64_t magic, void **out, unsigned take) {
+  uint64_t free_then[BITMAP_MAX_WORDS];
+  unsigned nwords = bitmap_nwords(slab->nregs), got = 0;
+  memcpy(free_then, slab->bitmap, nwords * sizeof(uint64_t));
+  for (unsigned w = slab->first_word; w < nwords && got < take; w++) {
+    for (uint64_t bits = free_then[w]; bits != 0 && got < take; bits &= bits - 1) {
+      unsigned idx = w * 64 + (unsigned)__builtin_ctzll(bits);
+      if (!region_line_private(slab, free_then, size, magic, idx)) continue;
+      slab->bitmap[w] &= ~((uint64_t)1 << (idx % 64));
+      out[got++] = (void *)(slab->addr + (uintptr_t)idx * size);
+    }
+  }
+  while (slab->first_word < nwords && slab->bitmap[slab->first_word] == 0) slab->first_word++;
+  slab->nfree -= got;
+  check_slab(slab);
+  return got;
+}
+
+/* Takes up to n regions of slab (it has one free at least) for a fill; returns how many.
+ * private_lines: the fill is another thread's than the bin's last (above). */
+static unsigned take_for_fill(extent_t *slab, unsigned c, void **out, unsigned n, bool private_lines) {
+  const class_info_t *ci = &class_infos[c];
+  unsigned take = n < slab->nfree ? n : slab->nfree;
+  if (private_lines) {
+    unsigned got = take_line_private(slab, ci->size, ci->magic, out, take);
+    /* None: every free region is next to a block in use; sharing a line beats a new
+     * slab for what may be a one-off. */
+    if (got > 0) return got;
+  }
+  take_from_slab(slab, ci->size, out, take);
+  return take;
+}
+
 /* Takes up to n regions of class c from the slabs source allows; requests is what to
  * add to the bin's request count; a thread cache's fill (requests 0) is counted if
- * new_fill and any region came. */
+ * new_fill and any region came. A fill for another thread than the bin's last may
+ * return fewer than n regions (take_for_fill). */
 static unsigned take_regions(arena_t *a, unsigned c, void **out, unsigned n, unsigned requests,
                              slab_source_t source, bool new_fill) {
   bin_t *bin = &a->bins[c];
   size_t size = class_infos[c].size;
   unsigned got = 0;
   bin_lock(a, bin);
+  uintptr_t me = thread_marker();
+  /* Out of a small single-threaded program's way: its fills never take line-private
+   * regions (a bin's first fill has no other thread's blocks to avoid either). */
+  bool private_lines = bin->last_filler != me && bin->last_filler != 0 && !opt_hardened && class_shares_lines(size);
+  bin->last_filler = me;
   while (got < n) {
     extent_t *slab = bin->current;
     if (slab == NULL || slab->nfree == 0) {
@@ -117,9 +188,10 @@ static unsigned take_regions(arena_t *a, unsigned c, void **out, unsigned n, uns
       if (slab == NULL) break;
       bin->current = slab;
     }
-    unsigned take = n - got < slab->nfree ? n - got : slab->nfree;
-    take_from_slab(slab, size, out + got, take);
-    got += take;
+    unsigned want = n - got < slab->nfree ? n - got : slab->nfree;
+    unsigned took = take_for_fill(slab, c, out + got, want, private_lines);
+    got += took;
+    if (took < want) break; /* the slab's line-private regions ran out: enough for now */
   }
   tessera_assert(got <= n);
   bin->nmalloc += got;

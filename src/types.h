@@ -191,6 +191,7 @@ typedef struct bin {
   extent_t *current;      /* slab regions are taken from; may be NULL */
   extent_heap_t nonfull;  /* other slabs with free regions, lowest address first */
   extent_t *spare;        /* one empty slab kept to avoid slab churn; may be NULL */
+  uintptr_t last_filler;  /* thread_marker() of the thread the last fill was for (bin.c) */
   /* counters (under lock) */
   uint64_t nmalloc;   /* regions handed out */
   uint64_t ndalloc;   /* regions returned */

@@ -4,8 +4,11 @@
  * moves its empty slabs (the current one and the spare) out of the bin to the arena's
  * stash, and the next slab of the class comes back from there. Decay's partial drain of
  * the stash (stash_drain_oldest) turns only the oldest stashed slabs into free pages,
- * as many as cover what it asks for.
+ * as many as cover what it asks for. A fill for another thread than the bin's last takes
+ * no region whose cache line holds a block in use (no two threads' blocks on one line),
+ * while a thread's fills after its own take the lowest regions as always.
  */
+#include <pthread.h>
 #include <stdint.h>
 
 #include "arena.h"
@@ -77,6 +80,72 @@ static void test_drain_oldest(void) {
   lock_release(&arena->extent_lock);
 }
 
+#define LINE_FILL 8
+
+static unsigned line_cls;
+typedef struct fill {
+  void *got[LINE_FILL];
+  unsigned n;
+  struct fill *then; /* filled next on another thread started by this one */
+} fill_t;
+
+static void fill_elsewhere(fill_t *f);
+static void *fill_in_thread(void *arg) {
+  fill_t *f = arg;
+  f->n = bin_fill(arena, line_cls, f->got, LINE_FILL);
+  /* Started while this thread lives: a new thread's thread-local state could otherwise
+   * sit where this one's was, and the bin would take it for the same thread. */
+  if (f->then != NULL) fill_elsewhere(f->then);
+  return NULL;
+}
+
+/* A fill of LINE_FILL regions on a new thread (another thread than the bin's last). */
+static void fill_elsewhere(fill_t *f) {
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, fill_in_thread, f) == 0 && pthread_join(t, NULL) == 0, "a thread to fill");
+  CHECK(f->n >= 1, "another thread's fill got %u regions", f->n);
+}
+
+static bool lines_meet(const void *a, const void *b, size_t size) {
+  uintptr_t a0 = (uintptr_t)a / 64, a1 = ((uintptr_t)a + size - 1) / 64;
+  uintptr_t b0 = (uintptr_t)b / 64, b1 = ((uintptr_t)b + size - 1) / 64;
+  return a0 <= b1 && b0 <= a1;
+}
+
+/* Whether any of f's blocks shares a cache line with any of held[0 .. n). */
+static bool shares_a_line(const fill_t *f, void *const *held, unsigned n, size_t size) {
+  for (unsigned i = 0; i < f->n; i++)
+    for (unsigned j = 0; j < n; j++)
+      if (lines_meet(f->got[i], held[j], size)) return true;
+  return false;
+}
+
+static void test_line_private_fills(void) {
+  line_cls = size_to_class(48);
+  size_t size = class_infos[line_cls].size;
+  CHECK(size == 48, "a class whose regions straddle cache lines (%zu B)", size);
+  void *mine[LINE_FILL];
+  CHECK(bin_fill(arena, line_cls, mine, LINE_FILL) == LINE_FILL, "this thread's fill");
+  /* The two lowest go back, as a thread's first frees of blocks its creator handed it. */
+  CHECK(bin_flush(arena, line_cls, mine, 2) == 0, "two blocks given back");
+  fill_t c = {0}, b = {.then = &c};
+  fill_elsewhere(&b);
+  CHECK(!shares_a_line(&b, mine + 2, LINE_FILL - 2, size), "another thread's blocks share no line with ours");
+  CHECK(!shares_a_line(&c, mine + 2, LINE_FILL - 2, size) && !shares_a_line(&c, b.got, b.n, size),
+        "a third thread's share no line with either");
+  void *again[LINE_FILL];
+  unsigned n = bin_fill(arena, line_cls, again, LINE_FILL);
+  fill_t ours = {.n = n};
+  for (unsigned i = 0; i < n; i++) ours.got[i] = again[i];
+  CHECK(n >= 1 && !shares_a_line(&ours, b.got, b.n, size) && !shares_a_line(&ours, c.got, c.n, size),
+        "this thread's next fill (after theirs) shares no line with theirs");
+  /* mine[1]'s second line holds mine[2], so every fill above passed over it (mine[0]'s
+   * line held no block in use: the first other thread took it). */
+  void *next;
+  CHECK(bin_fill(arena, line_cls, &next, 1) == 1 && next == mine[1],
+        "a fill right after this thread's own takes the region passed over: %p, not %p", next, mine[1]);
+}
+
 int main(void) {
   options_init(); /* the layers below the front end, booted by hand (as init.c does) */
   size_class_init();
@@ -87,5 +156,6 @@ int main(void) {
   CHECK(nregs >= 16 && nregs <= SLAB_MAX_REGIONS, "256-byte slabs hold %u regions", nregs);
   test_release_empty();
   test_drain_oldest();
+  test_line_private_fills();
   UNIT_DONE("bin");
 }
